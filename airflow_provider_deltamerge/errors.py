@@ -1,0 +1,78 @@
+"""Errors raised by deltamerge.
+
+Every error carries the inputs that caused it as attributes, and its message says what to change.
+"""
+
+from __future__ import annotations
+
+
+class DeltaMergeError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(DeltaMergeError, ValueError):
+    """An argument or option is invalid. Raised before anything is read or written."""
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+
+class SourceError(DeltaMergeError):
+    """The data to load breaks a rule: a missing or null key, duplicate keys, a bad cursor."""
+
+
+class MissingKeyColumnError(SourceError):
+    def __init__(self, column: str, hint: str, available: list[str]):
+        self.column, self.hint, self.available = column, hint, available
+        super().__init__(
+            f"{hint} column {column!r} is not in the data; columns present: {', '.join(available)}. "
+            f"Fix the {hint} hint or add the column to the source."
+        )
+
+
+class NullKeyError(SourceError):
+    def __init__(self, column: str, hint: str, null_rows: int):
+        self.column, self.hint, self.null_rows = column, hint, null_rows
+        super().__init__(
+            f"{hint} column {column!r} is null in {null_rows} row(s); key values must not be null. "
+            "Nothing was loaded. Fill or filter those rows in the source."
+        )
+
+
+class DuplicateKeyError(SourceError):
+    def __init__(self, key_columns: tuple[str, ...], strategy: str, examples: list[tuple], duplicate_keys: int):
+        self.key_columns, self.strategy = key_columns, strategy
+        self.examples, self.duplicate_keys = examples, duplicate_keys
+        shown = ", ".join(repr(e[0] if len(e) == 1 else e) for e in examples)
+        super().__init__(
+            f"the batch has {duplicate_keys} primary key value(s) of {list(key_columns)} occurring more than "
+            f"once, which merge strategy {strategy!r} cannot take; for example {shown}. Nothing was loaded. "
+            "Deduplicate the source, or use strategy 'delete-insert' (which keeps one row per key, "
+            "see dedup_sort)."
+        )
+
+
+class SchemaError(DeltaMergeError):
+    """The batch cannot be stored in the existing table."""
+
+    def __init__(self, table: str, column: str, table_type: str, batch_type: str):
+        self.table, self.column = table, column
+        self.table_type, self.batch_type = table_type, batch_type
+        super().__init__(
+            f"column {column!r} of table {table!r} is {table_type} but the batch has {batch_type}; "
+            "the value cannot be stored without loss. Nothing was loaded. Cast the column in the source "
+            "or load into a new table."
+        )
+
+
+class ConflictError(DeltaMergeError):
+    """Another writer changed the table while this load was being committed."""
+
+
+class JobFailedError(DeltaMergeError):
+    """A load job running outside this process (spark-submit, Spark Connect) failed."""
+
+    def __init__(self, message: str, log_tail: str = ""):
+        self.log_tail = log_tail
+        super().__init__(message + (f"\n--- last lines of the driver log ---\n{log_tail}" if log_tail else ""))

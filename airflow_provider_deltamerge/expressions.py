@@ -1,0 +1,106 @@
+"""A tiny expression tree for merge conditions, rendered to SQL by each writer's dialect (pure).
+
+Plans hold structure, not SQL text, so that delta-rs (DataFusion SQL) and delta-spark (Spark SQL)
+each quote identifiers and type literals their own way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import Protocol, Union
+
+SOURCE = "s"
+TARGET = "t"
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    side: str = ""  # SOURCE, TARGET, or "" for an unqualified column (replace predicates)
+
+
+@dataclass(frozen=True)
+class Lit:
+    value: str | bool | int | float | datetime | date | None
+
+
+@dataclass(frozen=True)
+class Cmp:
+    op: str  # one of = < <= > >=
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class IsNull:
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class And:
+    operands: tuple[Expr, ...]
+
+
+Expr = Union[Col, Lit, Cmp, IsNull, Not, And]
+
+
+def eq(left: Expr, right: Expr) -> Cmp:
+    return Cmp("=", left, right)
+
+
+def all_of(*operands: Expr) -> Expr:
+    """AND of the operands; a single operand stands alone."""
+    flat = tuple(operands)
+    return flat[0] if len(flat) == 1 else And(flat)
+
+
+def keys_equal(target_columns: tuple[str, ...], source_columns: tuple[str, ...]) -> Expr:
+    """t.a = s.a AND t.b = s.b ...: compound keys compare column by column."""
+    return all_of(*(eq(Col(t, TARGET), Col(s, SOURCE)) for t, s in zip(target_columns, source_columns)))
+
+
+class Dialect(Protocol):
+    def quote(self, name: str) -> str: ...
+
+    def timestamp(self, value: datetime) -> str: ...
+
+    def date(self, value: date) -> str: ...
+
+
+def render(expr: Expr, dialect: Dialect) -> str:
+    """SQL text of expr in the given dialect."""
+    if isinstance(expr, Col):
+        quoted = dialect.quote(expr.name)
+        return f"{expr.side}.{quoted}" if expr.side else quoted
+    if isinstance(expr, Lit):
+        return _literal(expr.value, dialect)
+    if isinstance(expr, Cmp):
+        return f"{render(expr.left, dialect)} {expr.op} {render(expr.right, dialect)}"
+    if isinstance(expr, IsNull):
+        return f"{render(expr.operand, dialect)} IS NULL"
+    if isinstance(expr, Not):
+        return f"NOT ({render(expr.operand, dialect)})"
+    if isinstance(expr, And):
+        return " AND ".join(f"({render(o, dialect)})" for o in expr.operands)
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def _literal(value, dialect: Dialect) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return dialect.timestamp(aware.astimezone(timezone.utc))
+    if isinstance(value, date):
+        return dialect.date(value)
+    return "'" + str(value).replace("'", "''") + "'"

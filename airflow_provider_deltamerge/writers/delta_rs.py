@@ -1,0 +1,217 @@
+"""The delta-rs writer: commits a MergePlan with the `deltalake` package from the Spark driver.
+
+The staged batch travels from Spark as Arrow. Every plan becomes one commit; a MERGE that changes
+nothing (delta-rs then writes no commit) is followed by an empty append that carries the load's
+metadata and txn, so every recorded load has its commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from ..errors import ConflictError
+from ..expressions import SOURCE, TARGET, render
+from ..planning import Clause, MergePlan, Operation
+from .base import (
+    MERGE_METRICS_FROM_DELTA_RS,
+    CommitRequest,
+    CommitResult,
+    LoggedCommit,
+    our_metadata,
+    write_metrics,
+)
+
+log = logging.getLogger(__name__)
+
+
+class DataFusionDialect:
+    """SQL as delta-rs parses it: double-quoted identifiers, microsecond UTC timestamp literals."""
+
+    @staticmethod
+    def quote(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    @staticmethod
+    def timestamp(value: datetime) -> str:
+        # A plain literal is typed Timestamp(ns) and overflows on tables holding 9999-12-31 markers.
+        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, Some(\"UTC\"))')"
+
+    @staticmethod
+    def date(value: date) -> str:
+        return f"arrow_cast('{value.isoformat()}', 'Date32')"
+
+
+@dataclass
+class DeltaRsSnapshot:
+    table: DeltaTable
+    version: int
+    schema: object  # pyspark StructType
+
+    def row_count(self) -> int | None:
+        counts = self.table.get_add_actions(flatten=True).column("num_records").to_pylist()
+        return None if any(c is None for c in counts) else sum(counts)
+
+
+def spark_to_arrow(df) -> pa.Table:
+    """The DataFrame as one Arrow table (timestamps in UTC). Behind one function so it can stream later."""
+    return df.toArrow()
+
+
+class DeltaRsWriter:
+    name = "delta-rs"
+
+    def snapshot(self, spark, path: str) -> DeltaRsSnapshot | None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        try:
+            table = DeltaTable(path)
+        except TableNotFoundError:
+            return None
+        arrow_schema = pa.schema(table.schema().to_arrow())
+        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema))
+
+    def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
+        """The snapshot's columns in Spark: parquet files read by Spark where that is exact, else via delta-rs."""
+        schema = snapshot.schema
+        wanted = type(schema)([schema[c] for c in columns])
+        if _plain_parquet_readable(snapshot.table):
+            files = snapshot.table.file_uris()
+            if not files:
+                return spark.createDataFrame([], wanted)
+            full = spark.read.schema(schema).option("basePath", snapshot.table.table_uri).parquet(*files)
+            return full.select(*columns)
+        arrow = snapshot.table.to_pyarrow_table(columns=columns)
+        return spark.createDataFrame(_without_view_types(arrow), wanted)
+
+    def commit(self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest) -> CommitResult:
+        if snapshot is not None and _already_applied(snapshot.table, request):
+            return CommitResult(snapshot.version, {}, already_applied=True)
+        properties = CommitProperties(
+            custom_metadata=request.custom_metadata(),
+            app_transactions=[Transaction(request.app_id, request.txn_version)],
+        )
+        try:
+            if plan.operation is Operation.MERGE:
+                return self._merge(snapshot, plan, source, properties)
+            return self._write(path, snapshot, plan, source, properties)
+        except CommitFailedError as exc:
+            raise ConflictError(
+                f"another writer changed table {path} while this load was committing; nothing was written "
+                f"by this load. Retry the load. ({exc})"
+            ) from exc
+
+    def _merge(self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties) -> CommitResult:
+        dialect = DataFusionDialect()
+        merger = snapshot.table.merge(
+            spark_to_arrow(source),
+            render(plan.on, dialect),
+            source_alias=SOURCE,
+            target_alias=TARGET,
+            merge_schema=True,
+            commit_properties=properties,
+        )
+        for clause in plan.clauses:
+            merger = _add_clause(merger, clause, list(plan.helper_columns), dialect)
+        raw = merger.execute()
+        metrics = {MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS}
+        version = snapshot.table.version()
+        if version == snapshot.version:  # nothing changed, so delta-rs wrote no commit
+            version = self._empty_commit(snapshot.table, properties)
+        return CommitResult(version, metrics)
+
+    def _write(self, path: str, snapshot, plan: MergePlan, source, properties) -> CommitResult:
+        data = spark_to_arrow(source)
+        overwrite = plan.operation is Operation.OVERWRITE
+        rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
+        write_deltalake(
+            snapshot.table if snapshot is not None else path,
+            data,
+            mode="overwrite" if overwrite else "append",
+            schema_mode="merge",
+            predicate=render(plan.replace_where, DataFusionDialect()) if plan.replace_where is not None else None,
+            commit_properties=properties,
+        )
+        table = DeltaTable(path)
+        logged = table.history(1)[0]
+        written = logged.get("operationMetrics", {})
+        metrics = write_metrics(
+            data.num_rows, int(written.get("num_added_files", 0)), int(written.get("num_removed_files", 0)), rows_deleted
+        )
+        return CommitResult(table.version(), metrics)
+
+    @staticmethod
+    def _empty_commit(table: DeltaTable, properties) -> int:
+        empty = pa.schema(table.schema().to_arrow()).empty_table()
+        write_deltalake(table, empty, mode="append", commit_properties=properties)
+        return DeltaTable(table.table_uri).version()
+
+    def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
+        try:
+            entries = DeltaTable(path).history(limit)
+        except TableNotFoundError:
+            return []
+        return [_logged_commit(e) for e in entries]
+
+
+def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
+    """Rows an overwrite removes: all of them, as far as file statistics tell; unknown for a partial one."""
+    if snapshot is None:
+        return 0
+    return snapshot.row_count() if plan.replace_where is None else None
+
+
+def _logged_commit(entry: dict) -> LoggedCommit:
+    raw = entry.get("operationMetrics") or {}
+    if entry.get("operation") == "MERGE":
+        metrics = {MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS}
+    else:
+        rows, added, removed = (int(raw.get(k, 0)) for k in ("num_added_rows", "num_added_files", "num_removed_files"))
+        metrics = write_metrics(rows, added, removed, None)
+    return LoggedCommit(int(entry["version"]), str(entry.get("operation")), our_metadata(entry), metrics)
+
+
+def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
+    condition = render(clause.condition, dialect) if clause.condition is not None else None
+    if clause.when == "matched" and clause.action == "delete":
+        return merger.when_matched_delete(predicate=condition)
+    if clause.when == "matched" and clause.action == "update_all":
+        return merger.when_matched_update_all(predicate=condition, except_cols=helpers or None)
+    if clause.when == "not_matched" and clause.action == "insert_all":
+        return merger.when_not_matched_insert_all(predicate=condition, except_cols=helpers or None)
+    assignments = {dialect.quote(col): render(value, dialect) for col, value in clause.assignments}
+    if clause.when == "matched" and clause.action == "update":
+        return merger.when_matched_update(assignments, predicate=condition)
+    if clause.when == "not_matched_by_source" and clause.action == "update":
+        return merger.when_not_matched_by_source_update(assignments, predicate=condition)
+    raise ValueError(f"the delta-rs writer has no translation for clause {clause}")
+
+
+def _already_applied(table: DeltaTable, request: CommitRequest) -> bool:
+    """delta-rs records txn versions but does not enforce them, so check on the pinned snapshot."""
+    applied = table.transaction_version(request.app_id)
+    return applied is not None and applied >= request.txn_version
+
+
+def _plain_parquet_readable(table: DeltaTable) -> bool:
+    """Spark reads the data files exactly only without deletion vectors and column mapping."""
+    features = set(table.protocol().reader_features or [])
+    mapping = (table.metadata().configuration or {}).get("delta.columnMapping.mode", "none")
+    return not ({"deletionVectors", "columnMapping"} & features) and mapping == "none"
+
+
+def _without_view_types(table: pa.Table) -> pa.Table:
+    """Spark cannot take string_view / binary_view columns; cast them to their plain forms."""
+    fields = []
+    for f in table.schema:
+        if f.type == pa.string_view():
+            f = f.with_type(pa.string())
+        elif f.type == pa.binary_view():
+            f = f.with_type(pa.binary())
+        fields.append(f)
+    return table.cast(pa.schema(fields))
