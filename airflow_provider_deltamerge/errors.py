@@ -56,11 +56,12 @@ class DuplicateKeyError(SourceError):
 class SchemaError(DeltaMergeError):
     """The batch cannot be stored in the existing table."""
 
-    def __init__(self, table: str, column: str, table_type: str, batch_type: str):
+    def __init__(self, table: str, column: str, table_type: str, batch_type: str, reason: str | None = None):
         self.table, self.column = table, column
         self.table_type, self.batch_type = table_type, batch_type
         super().__init__(
-            f"column {column!r} of table {table!r} is {table_type} but the batch has {batch_type}; "
+            reason
+            or f"column {column!r} of table {table!r} is {table_type} but the batch has {batch_type}; "
             "the value cannot be stored without loss. Nothing was loaded. Cast the column in the source "
             "or load into a new table."
         )

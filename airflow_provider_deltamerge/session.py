@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 
 from .errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 LOCAL_SESSION_CONF = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -23,15 +28,31 @@ def require_java() -> None:
         )
 
 
-def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None = None):
-    """The process's local SparkSession (UI off, UTC, loopback only); an active session is reused."""
+def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None) -> dict[str, str]:
+    """The conf of a new local session: ours, then extra_conf, then Delta's jars, extension and catalog."""
+    from .delta_config import merge_spark_conf, parse_delta_jars
+
+    jars = parse_delta_jars(delta_jars)
+    return merge_spark_conf({**LOCAL_SESSION_CONF, **(extra_conf or {})}, jars.spark_conf() if jars else {})
+
+
+def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None = None, delta_jars=None):
+    """The process's local SparkSession (UI off, UTC, loopback only); an active session is reused.
+
+    `delta_jars` (local jar paths, see delta_config) puts Delta Lake on the new session's class path with
+    its SQL extension and catalog, so that backend "auto" uses the delta-spark writer.
+    """
     from pyspark.sql import SparkSession
 
+    conf = local_session_conf(extra_conf, delta_jars)  # validated even when a session is reused
     active = SparkSession.getActiveSession()
     if active is not None:
+        if delta_jars is not None:
+            log.warning("delta_jars ignored: a SparkSession is already running and jars cannot be added to it")
         return active
     require_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session listens on loopback only
     builder = SparkSession.builder.master(master).appName("deltamerge")
-    for key, value in {**LOCAL_SESSION_CONF, **(extra_conf or {})}.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -15,7 +15,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
-from ..errors import ConflictError
+from ..errors import ConflictError, SchemaError
 from ..expressions import SOURCE, TARGET, render
 from ..planning import Clause, MergePlan, Operation
 from .base import (
@@ -59,8 +59,14 @@ class DeltaRsSnapshot:
 
 
 def spark_to_arrow(df) -> pa.Table:
-    """The DataFrame as one Arrow table (timestamps in UTC). Behind one function so it can stream later."""
-    return df.toArrow()
+    """The DataFrame as one Arrow table, every column nullable (timestamps in UTC).
+
+    Spark marks some columns non-nullable (spark.range ids, arithmetic on them); tables created from
+    such a schema would refuse the helper rows of later merges, so columns are stored nullable as dlt
+    stores them. Behind one function so the transfer can stream later.
+    """
+    table = df.toArrow()
+    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
 
 
 class DeltaRsWriter:
@@ -108,12 +114,13 @@ class DeltaRsWriter:
 
     def _merge(self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties) -> CommitResult:
         dialect = DataFusionDialect()
+        data = spark_to_arrow(source)
         merger = snapshot.table.merge(
-            spark_to_arrow(source),
+            data,
             render(plan.on, dialect),
             source_alias=SOURCE,
             target_alias=TARGET,
-            merge_schema=True,
+            merge_schema=_adds_columns(data.schema, snapshot, plan),
             commit_properties=properties,
         )
         for clause in plan.clauses:
@@ -157,6 +164,22 @@ class DeltaRsWriter:
         except TableNotFoundError:
             return []
         return [_logged_commit(e) for e in entries]
+
+
+def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:
+    """Whether the merge must add columns. Only then is merge_schema on: with it, delta-rs 1.6 writes
+    NULL into the copied rows of non-nullable target columns and fails the commit."""
+    present = set(snapshot.schema.fieldNames()) | set(plan.helper_columns)
+    new = [name for name in source.names if name not in present]
+    if new and any(not f.nullable for f in snapshot.schema.fields):
+        required = [f.name for f in snapshot.schema.fields if not f.nullable]
+        raise SchemaError(
+            snapshot.table.table_uri, new[0], "absent", "new",
+            reason=f"the batch adds column {new[0]!r} to table {snapshot.table.table_uri}, but the table has "
+            f"non-nullable columns {required}, with which delta-rs cannot add columns in a merge. Nothing was "
+            "loaded. Make those columns nullable, or add the new column to the table first.",
+        )
+    return bool(new)
 
 
 def _rows_replaced(snapshot, plan: MergePlan) -> int | None:

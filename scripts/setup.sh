@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Creates .venv in the repository and installs the provider with its test and demo extras.
+# Safe to run again: it reinstalls only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v java >/dev/null 2>&1; then
+  echo "error: Java 17 is required (Spark runs on the JVM) and no 'java' is on PATH." >&2
+  echo "       Install it, e.g. 'apt-get install openjdk-17-jre-headless', then run this again." >&2
+  exit 1
+fi
+java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+if [ "${java_major:-0}" -lt 17 ]; then
+  echo "error: Java 17 or newer is required; 'java -version' reports ${java_major:-unknown}." >&2
+  exit 1
+fi
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+  echo "error: Python 3.10 or newer is required ($python)." >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$python" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing airflow-provider-deltamerge and its dependencies (a few minutes the first time)"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"
