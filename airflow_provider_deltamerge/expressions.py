@@ -27,7 +27,7 @@ class Lit:
 
 @dataclass(frozen=True)
 class Cmp:
-    op: str  # one of = < <= > >=
+    op: str  # one of = < <= > >= and IS NOT DISTINCT FROM (equality under which NULL matches NULL)
     left: Expr
     right: Expr
 
@@ -54,6 +54,11 @@ def eq(left: Expr, right: Expr) -> Cmp:
     return Cmp("=", left, right)
 
 
+def same(left: Expr, right: Expr) -> Cmp:
+    """left IS NOT DISTINCT FROM right: equal, or both NULL."""
+    return Cmp("IS NOT DISTINCT FROM", left, right)
+
+
 def all_of(*operands: Expr) -> Expr:
     """AND of the operands; a single operand stands alone."""
     flat = tuple(operands)
@@ -69,6 +74,8 @@ class Dialect(Protocol):
     def quote(self, name: str) -> str: ...
 
     def timestamp(self, value: datetime) -> str: ...
+
+    def timestamp_ntz(self, value: datetime) -> str: ...
 
     def date(self, value: date) -> str: ...
 
@@ -99,8 +106,9 @@ def _literal(value, dialect: Dialect) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, datetime):
-        aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-        return dialect.timestamp(aware.astimezone(timezone.utc))
+        if value.tzinfo is None:  # a wall-clock value, for a timestamp column without time zone
+            return dialect.timestamp_ntz(value)
+        return dialect.timestamp(value.astimezone(timezone.utc))
     if isinstance(value, date):
         return dialect.date(value)
     return "'" + str(value).replace("'", "''") + "'"

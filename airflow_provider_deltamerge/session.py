@@ -48,7 +48,7 @@ def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None 
     active = SparkSession.getActiveSession()
     if active is not None:
         if delta_jars is not None:
-            log.warning("delta_jars ignored: a SparkSession is already running and jars cannot be added to it")
+            log.warning("delta_jars ignored: a SparkSession is already running; jars cannot be added to it")
         return active
     require_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session listens on loopback only

@@ -43,6 +43,10 @@ class DataFusionDialect:
         return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, Some(\"UTC\"))')"
 
     @staticmethod
+    def timestamp_ntz(value: datetime) -> str:
+        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, None)')"
+
+    @staticmethod
     def date(value: date) -> str:
         return f"arrow_cast('{value.isoformat()}', 'Date32')"
 

@@ -1,0 +1,318 @@
+"""Writer selection on a real local session, the delta-spark writer's Spark SQL checked by Spark itself, and
+(only when the session has Delta's jars: DELTA_SPARK_JARS) the delta-spark writer's commits.
+
+Nothing here downloads anything: without local jars the delta-spark tests skip and say how to run them.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+from pyspark.sql import functions as F
+
+from airflow_provider_deltamerge import run_load
+from airflow_provider_deltamerge.delta_config import ENV_VAR
+from airflow_provider_deltamerge.errors import ConfigError, ConflictError
+from airflow_provider_deltamerge.expressions import And, Cmp, Col, Lit
+from airflow_provider_deltamerge.planning import MergePlan, Operation, plan_load
+from airflow_provider_deltamerge.scd2 import Scd2Settings, plan_scd2
+from airflow_provider_deltamerge.specs import TableHints, WriteDisposition
+from airflow_provider_deltamerge.state import read_loads
+from airflow_provider_deltamerge.writers import delta_spark, select_writer
+from airflow_provider_deltamerge.writers.base import CommitRequest
+from airflow_provider_deltamerge.writers.delta_rs import DeltaRsWriter
+from airflow_provider_deltamerge.writers.delta_spark import (
+    TXN_APP_ID_CONF,
+    TXN_VERSION_CONF,
+    USER_METADATA_CONF,
+    DeltaSparkWriter,
+    delta_spark_status,
+    merge_builder,
+    render_spark,
+    session_conf,
+)
+from tests.helpers import read_rows
+
+pytestmark = pytest.mark.spark
+UTC = timezone.utc
+B = datetime(2024, 4, 9, 18, 27, 53, 734235, tzinfo=UTC)
+DAY = datetime(2024, 4, 9, tzinfo=UTC)
+NO_JARS = (
+    f"needs Delta Lake's JVM jars in the test session: set {ENV_VAR} to local delta-spark and delta-storage "
+    "jar files (nothing is ever downloaded)"
+)
+
+
+@pytest.fixture
+def without_delta(spark):
+    available, why = delta_spark_status(spark)
+    if available:
+        pytest.skip(f"this session has Delta's classes ({why}); the test is about a session without them")
+
+
+@pytest.fixture
+def writer(spark):
+    """The delta-spark writer, when the session has Delta's classes."""
+    available, why = delta_spark_status(spark)
+    if not available:
+        pytest.skip(f"{NO_JARS}; now {why}")
+    return DeltaSparkWriter(spark)
+
+
+# -- choosing the writer ----------------------------------------------------------------------------
+
+
+def test_auto_without_delta_classes_uses_delta_rs_and_logs_why(spark, without_delta, caplog):
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.writers")
+    chosen = select_writer("auto", spark)
+    assert isinstance(chosen, DeltaRsWriter) and chosen.name == "delta-rs"
+    assert any(
+        "writer delta-rs" in r.getMessage() and "io.delta.tables.DeltaTable does not load" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_delta_spark_without_delta_classes_is_a_config_error_saying_how_to_provide_jars(spark, without_delta):
+    with pytest.raises(ConfigError) as error:
+        select_writer("delta-spark", spark)
+    message = str(error.value)
+    assert error.value.argument == "backend"
+    assert "io.delta.tables.DeltaTable does not load" in message
+    assert "default_session(delta_jars=" in message and "spark-submit --jars" in message
+    assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in message
+
+
+def test_auto_with_delta_classes_uses_delta_spark(spark, writer, caplog):
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.writers")
+    chosen = select_writer("auto", spark)
+    assert isinstance(chosen, DeltaSparkWriter) and chosen.name == "delta-spark"
+    assert any("writer delta-spark" in r.getMessage() for r in caplog.records)
+
+
+def test_the_class_check_runs_once_per_session(spark, monkeypatch):
+    probes = []
+    real_probe = delta_spark._probe_delta_classes
+    monkeypatch.setattr(delta_spark, "_probe_delta_classes", lambda s: probes.append(s) or real_probe(s))
+    monkeypatch.setattr(delta_spark, "_availability", type(delta_spark._availability)())
+    names = {select_writer("auto", spark).name for _ in range(3)}
+    assert probes == [spark] and len(names) == 1
+
+
+def test_the_metrics_and_the_load_record_name_the_writer_used(spark, dataset):
+    expected = "delta-spark" if delta_spark_status(spark)[0] else "delta-rs"
+    rows = [{"id": 1, "name": "a"}]
+    info = run_load(rows, spark=spark, dataset=dataset, table_name="items", backend="auto")
+    assert info.metrics["writer"] == expected
+    assert [r["metrics"]["writer"] for r in read_loads(dataset)] == [expected]
+    assert read_rows(f"{dataset}/items") == [{"id": 1, "name": "a"}]
+
+
+# -- the delta-spark writer's SQL, parsed and resolved by Spark -------------------------------------
+
+
+class Capture:
+    """Takes the DeltaTable / DeltaMergeBuilder calls so their SQL can be handed to Spark."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            self.calls.append((name, args, kwargs))
+            return self
+
+        return call
+
+
+TABLE = "id long, day string, value string, _dlt_load_id string, _dlt_id string"
+SCD2_TABLE = TABLE + ", _dlt_valid_from timestamp, _dlt_valid_to timestamp, is_active boolean"
+HELPERS = {
+    "__action": "string", "__k_id": "long", "__k_day": "string", "__hd": "boolean", "__retire_at": "timestamp"
+}
+
+
+def merge_plan(strategy, hints, hard_delete=False):
+    disposition = WriteDisposition.parse({"disposition": "merge", "strategy": strategy})
+    return plan_load(disposition, hints, table_exists=True, batch_empty=False, hard_delete=hard_delete)
+
+
+def scd2_plan(settings, merge_key):
+    return plan_scd2(settings, merge_key, table_exists=True, batch_empty=False, boundary=B)
+
+
+PK, MK = ("id",), ("day",)
+PLANS = {
+    "delete-insert pk": (merge_plan("delete-insert", TableHints(primary_key=PK)), TABLE),
+    "delete-insert mk": (merge_plan("delete-insert", TableHints(merge_key=MK)), TABLE),
+    "delete-insert pk+mk": (merge_plan("delete-insert", TableHints(primary_key=PK, merge_key=MK)), TABLE),
+    "upsert": (merge_plan("upsert", TableHints(primary_key=PK)), TABLE),
+    "upsert hard delete": (merge_plan("upsert", TableHints(PK, hard_delete="d"), hard_delete=True), TABLE),
+    "insert-only": (merge_plan("insert-only", TableHints(primary_key=PK)), TABLE),
+    "scd2": (scd2_plan(Scd2Settings(), ()), SCD2_TABLE),
+    "scd2 merge key": (scd2_plan(Scd2Settings(active_column="is_active"), PK), SCD2_TABLE),
+}
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+def test_every_condition_and_assignment_resolves_in_spark_against_source_and_target(spark, name):
+    plan, table_schema = PLANS[name]
+    helpers = [h for h in plan.helper_columns if h in HELPERS]
+    source_schema = table_schema + "".join(f", {h} {HELPERS[h]}" for h in helpers)
+    target = spark.createDataFrame([], table_schema)
+    source = spark.createDataFrame([], source_schema)
+    capture = Capture()
+    merge_builder(capture, source, plan)
+    on = capture.calls[1][1][1]
+    joined = source.alias("s").join(target.alias("t"), F.expr(on), "full_outer")
+    clauses = capture.calls[3:]
+    conditions = [kw["condition"] for _, _, kw in clauses if kw.get("condition")]
+    maps = [kw.get("set") or kw.get("values") or {} for _, _, kw in clauses]
+    values = [v for m in maps for v in m.values()]
+    assert joined.select(*(F.expr(e) for e in conditions + values)).collect() == []  # resolves, or raises
+    target.select(*(F.expr(k) for m in maps for k in m)).collect()  # every key is a target column
+    assert not any(h in k for m in maps for k in m for h in HELPERS)  # no helper column is ever assigned
+
+
+def test_primary_and_merge_key_delete_rows_match_null_safely_and_insert_rows_never_match(spark):
+    plan, _ = PLANS["delete-insert pk+mk"]
+    capture = Capture()
+    source = spark.createDataFrame(
+        [(None, "x", "delete", 1, None), (1, "x", "insert", None, None)],
+        "id long, value string, __action string, __k_id long, __k_day string",
+    )
+    merge_builder(capture, source, plan)
+    target = spark.createDataFrame([(1, None, "old")], "id long, day string, value string")
+    matched = source.alias("s").join(target.alias("t"), F.expr(capture.calls[1][1][1]))
+    assert [r["__action"] for r in matched.select("s.__action").collect()] == ["delete"]
+
+
+@pytest.mark.parametrize(
+    "session",
+    [{}, {"spark.sql.session.timeZone": "America/New_York", "spark.sql.timestampType": "TIMESTAMP_NTZ"}],
+)
+def test_literals_render_to_the_same_values_in_spark_whatever_the_session_settings(spark, session):
+    plus_two = timezone(timedelta(hours=2))
+    instants = [datetime(9999, 12, 31, tzinfo=UTC), B, datetime(2024, 1, 1, 12, 0, tzinfo=plus_two)]
+    text = "it's C:\\temp\\new"
+    wall_clock = render_spark(Lit(datetime(2024, 4, 9, 18, 27, 53, 734235)))
+    query = (
+        "SELECT "
+        + ", ".join(f"unix_micros({render_spark(Lit(v))}) AS t{i}" for i, v in enumerate(instants))
+        + f", {render_spark(Lit(date(2024, 2, 29)))} AS d, {render_spark(Lit(text))} AS s"
+        + f", typeof({wall_clock}) AS ntz_type, CAST({wall_clock} AS STRING) AS ntz"
+    )
+    with session_conf(spark, session):
+        row = spark.sql(query).first()
+    assert [row[f"t{i}"] for i in range(3)] == [round(v.timestamp() * 1_000_000) for v in instants]
+    assert (row["d"], row["s"]) == (date(2024, 2, 29), text)
+    assert (row["ntz_type"], row["ntz"]) == ("timestamp_ntz", "2024-04-09 18:27:53.734235")
+
+
+def test_a_replace_where_window_selects_exactly_the_window_rows(spark):
+    rows = spark.createDataFrame(
+        [(1, datetime(2024, 4, 8, 23, 59, 59, 999999, tzinfo=UTC)), (2, DAY), (3, B)],
+        "id long, created_at timestamp",
+    )
+    window = And((Cmp(">=", Col("created_at"), Lit(DAY)), Cmp("<", Col("created_at"), Lit(B))))
+    assert [r.id for r in rows.filter(render_spark(window)).collect()] == [2]
+
+
+def test_merge_session_confs_are_restored_after_the_block_even_when_it_fails(spark):
+    spark.conf.set(USER_METADATA_CONF, "someone else's")
+    try:
+        with pytest.raises(RuntimeError):
+            with session_conf(spark, {USER_METADATA_CONF: "ours", TXN_APP_ID_CONF: "app"}):
+                assert spark.conf.get(USER_METADATA_CONF) == "ours"
+                assert spark.conf.get(TXN_APP_ID_CONF) == "app"
+                raise RuntimeError("merge failed")
+        assert spark.conf.get(USER_METADATA_CONF) == "someone else's"
+        assert spark.conf.get(TXN_APP_ID_CONF, None) is None
+    finally:
+        spark.conf.unset(USER_METADATA_CONF)
+
+
+# -- the delta-spark writer itself (needs the jars) -------------------------------------------------
+
+
+FIRST, SECOND = "1700000000.000001", "1700000000.000002"
+
+
+def commit_request(load_id: str) -> CommitRequest:
+    txn = round(float(load_id) * 1_000_000)
+    metadata = {"load_id": load_id, "pipeline": "shop", "rows_staged": 2}
+    return CommitRequest(load_id, "deltamerge:shop:items", txn, metadata)
+
+
+def rows_of(spark, *rows):
+    return spark.createDataFrame(list(rows), "id long, value string")
+
+
+def write(writer, spark, path, rows, load_id):
+    return writer.commit(spark, path, None, MergePlan(Operation.WRITE), rows, commit_request(load_id))
+
+
+def test_delta_spark_creates_then_upserts_with_metadata_metrics_and_history(spark, dataset, writer):
+    path = f"{dataset}/items"
+    created = write(writer, spark, path, rows_of(spark, (1, "a"), (2, "b")), FIRST)
+    assert created.version == 0
+    assert (created.metrics["numOutputRows"], created.metrics["numTargetFilesRemoved"]) == (2, 0)
+    second = commit_request(SECOND)
+    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    snapshot = writer.snapshot(spark, path)
+    merged = writer.commit(spark, path, snapshot, upsert, rows_of(spark, (2, "B"), (3, "c")), second)
+    assert merged.version == 1 and not merged.already_applied
+    counted = ("numSourceRows", "numTargetRowsInserted", "numTargetRowsUpdated")
+    assert [merged.metrics[k] for k in counted] == [2, 1, 1]
+    assert read_rows(path) == [{"id": 1, "value": "a"}, {"id": 2, "value": "B"}, {"id": 3, "value": "c"}]
+    history = writer.history(path)
+    first = commit_request(FIRST)
+    assert [(c.version, c.metadata) for c in history] == [(1, second.metadata), (0, first.metadata)]
+    assert history[0].metrics == merged.metrics
+    assert spark.conf.get(TXN_APP_ID_CONF, None) is None and spark.conf.get(TXN_VERSION_CONF, None) is None
+
+
+def test_delta_spark_skips_a_load_whose_txn_version_is_recorded(spark, dataset, writer):
+    path = f"{dataset}/items"
+    write(writer, spark, path, rows_of(spark, (1, "a")), FIRST)
+    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    snapshot = writer.snapshot(spark, path)
+    again = writer.commit(spark, path, snapshot, upsert, rows_of(spark, (1, "z")), commit_request(FIRST))
+    assert (again.already_applied, again.version) == (True, 0)
+    assert read_rows(path) == [{"id": 1, "value": "a"}]
+
+
+def test_delta_spark_keeps_helper_columns_out_of_the_table(spark, dataset, writer):
+    path = f"{dataset}/items"
+    write(writer, spark, path, rows_of(spark, (1, "a"), (2, "b")), FIRST)
+    plan = merge_plan("upsert", TableHints(primary_key=("id",), hard_delete="deleted"), hard_delete=True)
+    source = spark.createDataFrame(
+        [(1, "x", True), (3, "c", False), (4, "d", True)], "id long, value string, __hd boolean"
+    )
+    result = writer.commit(spark, path, writer.snapshot(spark, path), plan, source, commit_request(SECOND))
+    assert read_rows(path) == [{"id": 2, "value": "b"}, {"id": 3, "value": "c"}]
+    assert writer.snapshot(spark, path).schema.fieldNames() == ["id", "value"]
+    assert (result.metrics["numTargetRowsDeleted"], result.metrics["numTargetRowsInserted"]) == (1, 1)
+
+
+def test_delta_spark_refuses_a_plan_made_against_an_older_version(spark, dataset, writer):
+    path = f"{dataset}/items"
+    rows = rows_of(spark, (1, "a"))
+    write(writer, spark, path, rows, FIRST)
+    stale = writer.snapshot(spark, path)
+    writer.commit(spark, path, stale, MergePlan(Operation.WRITE), rows, commit_request(SECOND))
+    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    with pytest.raises(ConflictError, match="changed from version 0 to 1"):
+        writer.commit(spark, path, stale, upsert, rows, commit_request("1700000000.000003"))
+    assert writer.snapshot(spark, path).version == 1
+
+
+def test_delta_spark_replace_reports_the_rows_and_files_it_removed(spark, dataset, writer):
+    path = f"{dataset}/items"
+    write(writer, spark, path, rows_of(spark, (1, "a"), (2, "b"), (3, "c")).coalesce(1), FIRST)
+    replace = MergePlan(Operation.OVERWRITE)
+    snapshot = writer.snapshot(spark, path)
+    result = writer.commit(spark, path, snapshot, replace, rows_of(spark, (9, "z")), commit_request(SECOND))
+    assert (result.metrics["numTargetRowsDeleted"], result.metrics["numTargetFilesRemoved"]) == (3, 1)
+    assert read_rows(path) == [{"id": 9, "value": "z"}]
