@@ -1,0 +1,343 @@
+"""`Incremental`: the cursor column, its bounds and how boundary rows are deduplicated (pure).
+
+Also the value helpers every incremental step shares: coercing a bound to the cursor column's type
+(`coerce_bound`), JSON-safe values, and cutting a long range into backfill windows.
+No Spark, no Airflow, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+from .errors import ConfigError
+from .specs import choice, key_tuple
+
+LAST_VALUE_FUNCS = ("max", "min")
+RANGE_BOUNDS = ("closed", "open")
+ON_CURSOR_VALUE_MISSING = ("raise", "include", "exclude")
+# The cursor column's Spark type, as the caller maps it (see cursor.spark_cursor_type).
+CURSOR_TYPES = ("timestamp", "timestamp_ntz", "date", "int", "float", "string")
+
+Bound = str | int | float | datetime | date
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_EVERY = re.compile(r"^\s*(\d+)\s*(minute|hour|day|week)s?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Incremental:
+    """Load only rows whose cursor lies after the last loaded value (dlt's `dlt.sources.incremental`).
+
+    `end_value` makes a fixed, stateless range [initial_value, end_value) (INC-5). `primary_key=()`
+    turns boundary dedup off; None falls back to the table's primary key, then to the whole row.
+    `lag` re-loads that much before the last value: seconds for timestamps and ISO timestamp strings,
+    days for dates and ISO date strings, plain units for numbers (INC-11).
+    """
+
+    cursor_path: str
+    initial_value: Bound | None = None
+    end_value: Bound | None = None
+    last_value_func: str = "max"
+    range_start: str = "closed"
+    range_end: str = "open"
+    primary_key: tuple[str, ...] | None = None
+    lag: float | None = None
+    on_cursor_value_missing: str = "raise"
+    allow_external_schedulers: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cursor_path, str) or not all(self.cursor_path.split(".")):
+            raise ConfigError(
+                "cursor_path", f"{self.cursor_path!r} must be a column name or a dotted path a.b.c"
+            )
+        choice("last_value_func", self.last_value_func, LAST_VALUE_FUNCS)
+        choice("range_start", self.range_start, RANGE_BOUNDS)
+        choice("range_end", self.range_end, RANGE_BOUNDS)
+        choice("on_cursor_value_missing", self.on_cursor_value_missing, ON_CURSOR_VALUE_MISSING)
+        if not isinstance(self.allow_external_schedulers, bool):
+            raise ConfigError(
+                "allow_external_schedulers", f"must be true or false, got {self.allow_external_schedulers!r}"
+            )
+        if self.primary_key is not None:
+            object.__setattr__(self, "primary_key", key_tuple("primary_key", self.primary_key))
+        if self.lag is not None and (
+            isinstance(self.lag, bool) or not isinstance(self.lag, (int, float)) or self.lag < 0
+        ):
+            raise ConfigError(
+                "lag", f"{self.lag!r} must be a number >= 0 (seconds, days or units of the cursor)"
+            )
+        for argument in ("initial_value", "end_value"):
+            _check_bound_kind(argument, getattr(self, argument))
+        if self.end_value is not None:
+            self._check_end_value()
+
+    def _check_end_value(self) -> None:
+        if self.initial_value is None:
+            raise ConfigError(
+                "end_value",
+                "needs initial_value: a range load runs from initial_value to end_value; set both",
+            )
+        initial, end = _comparable("end_value", self.initial_value, self.end_value)
+        ordered = end > initial if self.last_value_func == "max" else end < initial
+        single_point = end == initial and self.range_start == self.range_end == "closed"
+        if not (ordered or single_point):
+            direction = "later" if self.last_value_func == "max" else "earlier"
+            raise ConfigError(
+                "end_value",
+                f"{self.end_value!r} must be {direction} than initial_value {self.initial_value!r} with "
+                f"last_value_func={self.last_value_func!r}; the range would be empty or reversed",
+            )
+
+    @property
+    def has_lag(self) -> bool:
+        return bool(self.lag)
+
+    @property
+    def records_boundary_hashes(self) -> bool:
+        """Whether loads keep hashes of the rows at the last value, for a later run's boundary dedup."""
+        return self.primary_key != () and self.range_start == "closed" and not self.has_lag
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe; datetimes and dates are tagged so that from_dict restores them exactly."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["initial_value"] = _tagged(self.initial_value)
+        out["end_value"] = _tagged(self.end_value)
+        out["primary_key"] = None if self.primary_key is None else list(self.primary_key)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Incremental:
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ConfigError("incremental", f"unknown key(s) {unknown}; valid: {', '.join(known)}")
+        if "cursor_path" not in data:
+            raise ConfigError("incremental", "cursor_path is required: the column that orders the rows")
+        values = dict(data)
+        for argument in ("initial_value", "end_value"):
+            values[argument] = _untagged(argument, values.get(argument))
+        return cls(**values)
+
+
+def cursor_state(stored_state: dict[str, Any] | None, cursor_path: str) -> dict[str, Any]:
+    """The stored entry of one cursor: {initial_value, last_value, unique_hashes, start_value} or {}."""
+    return dict(((stored_state or {}).get("incremental") or {}).get(cursor_path) or {})
+
+
+def _check_bound_kind(argument: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, datetime, date)):
+        raise ConfigError(
+            argument,
+            f"{value!r} is a {type(value).__name__}; use an ISO 8601 string, a number, a datetime or a date",
+        )
+
+
+def _comparable(argument: str, first: Bound, second: Bound) -> tuple[Any, Any]:
+    """Both values in one comparable form: numbers, UTC datetimes, or plain text."""
+    kinds = (_kind(first), _kind(second))
+    if kinds[0] == kinds[1]:
+        return _order_key(first), _order_key(second)
+    if set(kinds) == {"number", "time"}:
+        return coerce_bound(first, "float", argument), coerce_bound(second, "float", argument)
+    raise ConfigError(
+        argument, f"{second!r} cannot be compared with {first!r}; give both as the same kind of value"
+    )
+
+
+def _kind(value: Bound) -> str:
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, (datetime, date)) or parse_iso(value) is not None:
+        return "time"
+    return "text"
+
+
+def _order_key(value: Bound) -> Any:
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        parsed = parse_iso(value)
+        return value if parsed is None else to_utc(parsed)
+    return to_utc(value)
+
+
+# -- values -----------------------------------------------------------------------------------------
+
+
+def parse_iso(text: str) -> datetime | date | None:
+    """An ISO 8601 date ('2024-01-31') as a date, a timestamp as a datetime; None if it is neither."""
+    text = text.strip()
+    if _DATE_ONLY.match(text):
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            return None
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def to_utc(value: datetime | date) -> datetime:
+    """A tz-aware UTC datetime; naive datetimes are read as UTC, dates as their midnight UTC (INC-13)."""
+    if not isinstance(value, datetime):
+        return datetime.combine(value, time(), tzinfo=timezone.utc)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def json_safe(value: Bound | None) -> str | int | float | None:
+    """Datetimes and dates as ISO strings, everything else as is (the cursor type says how to read it)."""
+    return value.isoformat() if isinstance(value, (datetime, date)) else value
+
+
+def _tagged(value: Bound | None) -> Any:
+    if isinstance(value, datetime):
+        return {"type": "datetime", "value": value.isoformat()}
+    if isinstance(value, date):
+        return {"type": "date", "value": value.isoformat()}
+    return value
+
+
+def _untagged(argument: str, value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    kind, text = value.get("type"), value.get("value")
+    if kind not in ("datetime", "date") or not isinstance(text, str):
+        raise ConfigError(
+            argument, f"{value!r} must be a plain value or {{'type': 'datetime'|'date', 'value': ISO}}"
+        )
+    try:
+        return datetime.fromisoformat(text) if kind == "datetime" else date.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(argument, f"{text!r} is not an ISO 8601 {kind}") from None
+
+
+def coerce_bound(value: Bound | None, cursor_type: str, argument: str) -> Bound | None:
+    """`value` as a bound for a cursor column of `cursor_type`, or a ConfigError naming both.
+
+    timestamp -> tz-aware UTC datetime; timestamp_ntz -> naive datetime (UTC wall clock); date -> date
+    (timestamps truncated to their UTC date); int -> epoch seconds, rounded up (exact for a closed start
+    and an open end); float -> epoch seconds; string -> the string as given, datetimes as ISO 8601 UTC.
+    """
+    choice("cursor_type", cursor_type, CURSOR_TYPES)
+    if value is None:
+        return None
+    _check_bound_kind(argument, value)
+    try:
+        return _COERCE[cursor_type](value)
+    except (ValueError, OverflowError, OSError) as reason:
+        raise ConfigError(
+            argument, f"{value!r} cannot bound a cursor column of type {cursor_type}: {reason}"
+        ) from None
+
+
+def _as_time(value: Bound) -> datetime:
+    if isinstance(value, (datetime, date)):
+        return to_utc(value)
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc)
+    parsed = parse_iso(value)
+    if parsed is None:
+        raise ValueError("it is not an ISO 8601 date or timestamp")
+    return to_utc(parsed)
+
+
+def _as_date(value: Bound) -> date:
+    if isinstance(value, str) and _DATE_ONLY.match(value.strip()):
+        parsed = parse_iso(value)
+        if parsed is None:
+            raise ValueError("it is not a valid calendar date")
+        return parsed
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    return _as_time(value).date()
+
+
+def _as_epoch_int(value: Bound) -> int:
+    if isinstance(value, str) and _INTEGER.match(value.strip()):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return int(value) if float(value).is_integer() else int(value // 1) + 1
+    delta = _as_time(value) - EPOCH
+    return delta.days * 86400 + delta.seconds + (1 if delta.microseconds else 0)
+
+
+def _as_epoch_float(value: Bound) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return (_as_time(value) - EPOCH) / timedelta(seconds=1)
+
+
+def _as_text(value: Bound) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (datetime, date)):
+        return to_utc(value).isoformat() if isinstance(value, datetime) else value.isoformat()
+    raise ValueError("a number does not compare with text; give the bound as a string")
+
+
+_COERCE = {
+    "timestamp": _as_time,
+    "timestamp_ntz": lambda value: _as_time(value).replace(tzinfo=None),
+    "date": _as_date,
+    "int": _as_epoch_int,
+    "float": _as_epoch_float,
+    "string": _as_text,
+}
+
+
+# -- backfills --------------------------------------------------------------------------------------
+
+
+def parse_every(every: str | timedelta) -> timedelta:
+    """'7 days', '1 week', '6 hours', '30 minutes' or a positive timedelta."""
+    if isinstance(every, timedelta):
+        step = every
+    else:
+        match = _EVERY.match(every) if isinstance(every, str) else None
+        if match is None:
+            raise ConfigError("every", f"{every!r} must be 'N minutes|hours|days|weeks' or a timedelta")
+        step = timedelta(**{match.group(2).lower() + "s": int(match.group(1))})
+    if step <= timedelta(0):
+        raise ConfigError("every", f"{every!r} must be longer than zero")
+    return step
+
+
+def backfill_windows(
+    start: str | datetime | date, end: str | datetime | date, every: str | timedelta = "7 days"
+) -> list[tuple[datetime, datetime]]:
+    """Consecutive half-open windows [a, b) of length `every` covering [start, end); the last is clipped.
+
+    Bounds are returned as tz-aware UTC datetimes (naive input is read as UTC, dates as midnight UTC).
+    """
+    step = parse_every(every)
+    first = _backfill_bound("start", start)
+    last = _backfill_bound("end", end)
+    if last <= first:
+        raise ConfigError("end", f"{end!r} must be after start {start!r}")
+    windows = []
+    while first < last:
+        windows.append((first, min(first + step, last)))
+        first = windows[-1][1]
+    return windows
+
+
+def _backfill_bound(argument: str, value: Any) -> datetime:
+    if isinstance(value, bool) or not isinstance(value, (str, datetime, date)):
+        raise ConfigError(argument, f"{value!r} must be an ISO 8601 string, a datetime or a date")
+    return coerce_bound(value, "timestamp", argument)
