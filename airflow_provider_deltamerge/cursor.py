@@ -97,8 +97,8 @@ def cursor_field_type(df: DataFrame, cursor_path: str) -> T.DataType:
     data_type: T.DataType = df.schema
     for segment in cursor_path.split("."):
         names = data_type.fieldNames() if isinstance(data_type, T.StructType) else []
-        if segment not in names:
-            raise CursorColumnMissingError(cursor_path, df.columns)
+        if segment not in names:  # the job's helper columns (__ord) are not the user's data
+            raise CursorColumnMissingError(cursor_path, [c for c in df.columns if not c.startswith("__")])
         data_type = data_type[segment].dataType
     return data_type
 

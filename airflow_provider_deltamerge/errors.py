@@ -23,11 +23,12 @@ class SourceError(DeltaMergeError):
 
 
 class MissingKeyColumnError(SourceError):
-    def __init__(self, column: str, hint: str, available: list[str]):
-        self.column, self.hint, self.available = column, hint, available
+    def __init__(self, column: str, hint: str, available: list[str], rows: int | None = None):
+        self.column, self.hint, self.available, self.rows = column, hint, available, rows
+        lacking = f" (all {rows} row(s) lack it)" if rows is not None else ""
         super().__init__(
-            f"{hint} column {column!r} is not in the data; columns present: {', '.join(available)}. "
-            f"Fix the {hint} hint or add the column to the source."
+            f"{hint} column {column!r} is not in the data{lacking}; columns present: {', '.join(available)}. "
+            f"Nothing was loaded. Fix the {hint} hint or add the column to the source."
         )
 
 

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from . import state
+from .incremental import Incremental
 from .faults import reached
 from .naming import naming_convention
 from .planning import MergePlan, Operation, plan_load
 from .recovery import record_unrecorded_loads
 from .specs import RunContext, TableHints, WriteDisposition, parse_columns, resolve_hints
+from .windowing import open_window, parse_incremental, parse_interval, provisional_cursor_type, replace_predicate
 from .writers import select_writer
 from .writers.base import CommitRequest
 
@@ -50,6 +53,9 @@ class LoadRequest:
     naming: str
     run_context: RunContext
     load_id: str | None = None
+    incremental: Incremental | None = None
+    data_interval: tuple[datetime | None, datetime | None] | None = None
+    window_overwrite: bool = True
 
     @property
     def table_path(self) -> str:
@@ -73,6 +79,9 @@ def build_request(
     naming: str = "snake_case",
     run_context: RunContext | dict | None = None,
     load_id: str | None = None,
+    incremental: Incremental | dict | None = None,
+    data_interval: tuple | None = None,
+    window_overwrite: bool = True,
 ) -> LoadRequest:
     """Validate every argument up front; nothing is read or written before this passes."""
     from .errors import ConfigError
@@ -84,7 +93,10 @@ def build_request(
     normalize = naming_convention(naming)
     disposition = WriteDisposition.parse(write_disposition)
     hints = resolve_hints(primary_key, merge_key, parse_columns(columns), normalize)
+    from .scd2 import validate_disposition
     from .staging import effective_hints
+
+    disposition = validate_disposition(disposition, hints, normalize)
 
     return LoadRequest(
         dataset=dataset.rstrip("/") or dataset,
@@ -96,6 +108,9 @@ def build_request(
         naming=naming,
         run_context=RunContext.from_value(run_context),
         load_id=load_id,
+        incremental=parse_incremental(incremental, normalize),
+        data_interval=parse_interval(data_interval),
+        window_overwrite=bool(window_overwrite),
     )
 
 
@@ -114,14 +129,20 @@ def run_load(data, *, spark=None, **arguments) -> LoadInfo:
 
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
     writer = select_writer(request.backend, spark)
-    record_unrecorded_loads(request, writer)
+    finished = _finish_interrupted_attempt(request, record_unrecorded_loads(request, writer))
+    if finished is not None:
+        return finished
     snapshot = writer.snapshot(spark, request.table_path)
     load_id = request.load_id or state.new_load_id(after=_newest_load_id(request))
-    window = None
+    opened = _open_window(request, snapshot)
     reached("extract")
-    batch = _extract(spark, data, request, window)
+    batch = _extract(spark, data, request, opened.window if opened else None)
+    batch, opened, new_state = _filter_to_window(batch, request, opened)
+    window = opened.window if opened else None
     reached("stage")
-    staged, plan = _stage_and_plan(batch, request, snapshot, load_id)
+    staged, plan = _stage_and_plan(batch, request, snapshot, load_id, _replace_where(request, window))
+    plan = _record_empty_window(plan, window)
+    window = window.as_dict() if window is not None else None
     base_metrics = {
         "table": request.table_name,
         "rows_extracted": staged.rows_extracted,
@@ -131,12 +152,12 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     log.info("load %s of %s: %s", load_id, request.table_path, plan.reason)
     if plan.operation is Operation.NOTHING:
         version = snapshot.version if snapshot is not None else None
-        return LoadInfo(None, request.table_path, request.table_name, version, {**base_metrics, "load_id": None})
+        metrics = {**base_metrics, "load_id": None, "table_version": version}
+        return LoadInfo(None, request.table_path, request.table_name, version, metrics, window)
     reached("plan")
     source = _shape(spark, writer, snapshot, staged.df, plan)
-    commit_request = CommitRequest(
-        load_id, request.app_id, state.txn_version(load_id), _commit_metadata(request, load_id, base_metrics, window)
-    )
+    metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": new_state}
+    commit_request = CommitRequest(load_id, request.app_id, state.txn_version(load_id), metadata)
     reached("commit")
     result = writer.commit(spark, request.table_path, snapshot, plan, source, commit_request)
     reached("after_commit")
@@ -145,16 +166,78 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         **base_metrics,
         "load_id": load_id,
         "table_version": result.version,
-        "window_start": None,
-        "window_end": None,
+        "window_start": (window or {}).get("start"),
+        "window_end": (window or {}).get("end"),
     }
     record = state.LoadRecord(
         load_id, request.pipeline_name, request.table_name, result.version, metrics, window,
-        request.run_context.to_dict(),
+        request.run_context.to_dict(), new_state,
     )
     state.record_load(request.dataset, record)
     log.info("load %s committed version %s of %s: %s", load_id, result.version, request.table_path, metrics)
     return LoadInfo(load_id, request.table_path, request.table_name, result.version, metrics, window)
+
+
+def _finish_interrupted_attempt(request: LoadRequest, recovered: list[state.LoadRecord]) -> LoadInfo | None:
+    """A retry of an Airflow task whose earlier attempt committed but stopped before its load record:
+    that load was just recorded from the commit, so this attempt returns it instead of loading again."""
+    identity = ("dag_id", "task_id", "run_id", "map_index")
+    ours = request.run_context.to_dict()
+    if ours.get("run_id") is None:
+        return None
+    for record in reversed(recovered):
+        if all(record.run.get(k) == ours.get(k) for k in identity):
+            log.warning("attempt %s of run %s finishes load %s, which an earlier attempt committed",
+                        ours.get("try_number"), ours.get("run_id"), record.load_id)
+            return LoadInfo(record.load_id, request.table_path, request.table_name, record.table_version,
+                            record.metrics, record.window)
+    return None
+
+
+def _open_window(request: LoadRequest, snapshot):
+    """The window of an incremental load, before the data is read (a callable source gets it)."""
+    if request.incremental is None:
+        return None
+    stored = None
+    if request.disposition.disposition != "replace":  # replace starts from initial_value every time
+        stored = state.latest_state(request.dataset, request.pipeline_name, request.table_name)
+    cursor_type = provisional_cursor_type(request.incremental, snapshot.schema if snapshot is not None else None)
+    return open_window(request.incremental, cursor_type, request.data_interval, request.run_context, stored)
+
+
+def _filter_to_window(batch, request: LoadRequest, opened):
+    """The batch cut to the window (a sloppy source cannot load rows outside it) and the table's new state."""
+    if opened is None:
+        return batch, None, None
+    from .cursor import apply_cursor, cursor_type_of, next_state
+
+    opened = opened.for_cursor_type(
+        cursor_type_of(batch, request.incremental.cursor_path), request.data_interval, request.run_context
+    )
+    filtered, result = apply_cursor(
+        batch, request.incremental, opened.window, opened.stored_state,
+        table_primary_key=request.hints.primary_key,
+        whole_row_dedup=request.disposition.disposition == "merge",
+    )
+    log.info("cursor %s: %s rows read, %s in the window", request.incremental.cursor_path, result.rows_before,
+             result.rows_after)
+    return filtered, opened, next_state(opened.stored_state, request.incremental, opened.window, result)
+
+
+def _replace_where(request: LoadRequest, window):
+    """An append of a window replaces the rows the window already holds, so re-runs are safe."""
+    if window is None or window.stateful or request.disposition.disposition != "append":
+        return None
+    if not request.window_overwrite:
+        return None
+    return replace_predicate(window, request.incremental.cursor_path)
+
+
+def _record_empty_window(plan: MergePlan, window) -> MergePlan:
+    """A requested window with no rows is still a load: an empty commit records that it was loaded."""
+    if plan.operation is not Operation.NOTHING or window is None or window.stateful:
+        return plan
+    return MergePlan(Operation.WRITE, reason="window without rows: an empty commit records it")
 
 
 def _newest_load_id(request: LoadRequest) -> str | None:
@@ -171,17 +254,22 @@ def _extract(spark, data, request: LoadRequest, window):
     return prepare.rename_columns(df, naming_convention(request.naming))
 
 
-def _stage_and_plan(batch, request: LoadRequest, snapshot, load_id: str):
+def _stage_and_plan(batch, request: LoadRequest, snapshot, load_id: str, replace_where=None):
     from .schema import align_to_table
     from .staging import stage_batch
 
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
+    if request.disposition.scd2 is not None:
+        from .scd2_stage import stage_scd2
+
+        return stage_scd2(staged, request, snapshot, load_id)
     plan = plan_load(
         request.disposition,
         request.hints,
         table_exists=snapshot is not None,
         batch_empty=staged.empty,
         hard_delete=staged.hard_delete,
+        replace_where=replace_where,
     )
     table_schema = snapshot.schema if snapshot is not None else None
     aligned = align_to_table(staged.df, table_schema, request.table_name, keep=plan.helper_columns)

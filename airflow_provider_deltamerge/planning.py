@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .expressions import SOURCE, Col, Expr, Lit, Not, eq, keys_equal
+from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
 from .specs import TableHints, WriteDisposition
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
@@ -30,6 +30,7 @@ class SourceShape(str, Enum):
     ROWS_WITH_FLAG = "rows_with_flag"  # staged rows with the __hd helper kept (upsert)
     DELETE_KEYS_AND_ROWS = "delete_keys_and_rows"  # distinct staged keys as 'delete' rows + 'insert' rows
     TARGET_KEYS_AND_ROWS = "target_keys_and_rows"  # target keys matching pk OR mk as 'delete' rows + rows
+    SCD2_ROWS_AND_RETIRES = "scd2_rows_and_retires"  # scd2 'insert' rows + target versions as 'retire' rows
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Clause:
 class MergePlan:
     operation: Operation
     source: SourceShape = SourceShape.ROWS
-    delete_keys: tuple[str, ...] = ()  # columns whose values select target rows to delete
+    delete_keys: tuple[str, ...] = ()  # columns whose values select target rows to delete (scd2: to retire)
     match_any_of: tuple[tuple[str, ...], ...] = ()  # TARGET_KEYS_AND_ROWS: a target row goes if it matches
     #                                                 the batch on any of these key sets (primary, merge)
     on: Expr | None = None
@@ -52,10 +53,11 @@ class MergePlan:
     helper_columns: tuple[str, ...] = ()  # source columns that never reach the table
     replace_where: Expr | None = None  # OVERWRITE only: replace just the rows matching this
     reason: str = ""  # one line for the log: why this plan
+    retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire
 
     @property
     def needs_target_read(self) -> bool:
-        return self.source is SourceShape.TARGET_KEYS_AND_ROWS
+        return self.source in (SourceShape.TARGET_KEYS_AND_ROWS, SourceShape.SCD2_ROWS_AND_RETIRES)
 
 
 def key_helpers(columns: tuple[str, ...]) -> tuple[str, ...]:
@@ -80,13 +82,13 @@ def plan_load(
         if batch_empty and not table_exists:
             return MergePlan(Operation.NOTHING, reason="replace of an empty batch into a missing table")
         return MergePlan(Operation.OVERWRITE, reason="replace: the table holds exactly this batch")
+    if disposition.disposition == "append" and replace_where is not None and table_exists:
+        return MergePlan(
+            Operation.OVERWRITE, replace_where=replace_where, reason="append of a window: replace the window's rows"
+        )
     if batch_empty:
         return MergePlan(Operation.NOTHING, reason=f"{disposition.label} of an empty batch changes nothing")
     if disposition.disposition == "append":
-        if replace_where is not None and table_exists:
-            return MergePlan(
-                Operation.OVERWRITE, replace_where=replace_where, reason="append re-run: replace the window's rows"
-            )
         return MergePlan(Operation.WRITE, reason="append")
     flag = (HARD_DELETE_FLAG,) if hard_delete else ()
     if not table_exists:
@@ -137,13 +139,21 @@ def _plan_delete_insert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
         kind = "primary key" if hints.primary_key else "merge key"
         reason = f"delete-insert: delete target rows matching the staged {kind}, insert survivors"
     is_insert_row = eq(Col(ACTION, SOURCE), Lit("insert"))
+    from_target = shape is SourceShape.TARGET_KEYS_AND_ROWS
     return MergePlan(
         Operation.MERGE,
         shape,
         delete_keys=keys,
-        match_any_of=(hints.primary_key, hints.merge_key) if shape is SourceShape.TARGET_KEYS_AND_ROWS else (),
-        on=keys_equal(keys, key_helpers(keys)),
+        match_any_of=(hints.primary_key, hints.merge_key) if from_target else (),
+        on=_target_tuples_equal(keys) if from_target else keys_equal(keys, key_helpers(keys)),
         clauses=(Clause("matched", "delete"), Clause("not_matched", "insert_all", condition=is_insert_row)),
         helper_columns=(ACTION, *key_helpers(keys), *flag),
         reason=reason,
     )
+
+
+def _target_tuples_equal(keys: tuple[str, ...]) -> Expr:
+    """Delete rows carry (pk, mk) tuples read from the target, where one part may be NULL (a key column
+    added later): compare them NULL-safely, and on 'delete' rows only, so no 'insert' row ever matches."""
+    tuples = (same(Col(k, TARGET), Col(h, SOURCE)) for k, h in zip(keys, key_helpers(keys)))
+    return all_of(*tuples, eq(Col(ACTION, SOURCE), Lit("delete")))

@@ -51,19 +51,21 @@ def check_key_columns(df: DataFrame, keys: dict[str, tuple[str, ...]]) -> int:
     """Fail on key columns absent from the data or holding nulls; return the batch's row count.
 
     `keys` maps a hint name ("primary_key", "merge_key") to its columns. One Spark job does it all.
+    An empty batch has no key values to check: it passes, whatever its columns.
     """
-    for hint, columns in keys.items():
-        for column in columns:
-            if column not in df.columns:
-                raise MissingKeyColumnError(column, hint, [c for c in df.columns if c != INPUT_ORDER])
-    checked = [(hint, c) for hint, columns in keys.items() for c in columns]
+    checked = [(hint, c) for hint, columns in keys.items() for c in columns if c in df.columns]
     aggregates = [F.count(F.lit(1)).alias("rows")]
     aggregates += [F.sum(F.col(c).isNull().cast("long")).alias(f"null_{i}") for i, (_, c) in enumerate(checked)]
     counts = df.agg(*aggregates).first()
+    rows = int(counts["rows"])
+    for hint, columns in keys.items():
+        for column in columns:
+            if rows and column not in df.columns:
+                raise MissingKeyColumnError(column, hint, [c for c in df.columns if c != INPUT_ORDER], rows)
     for i, (hint, column) in enumerate(checked):
         if counts[f"null_{i}"]:
             raise NullKeyError(column, hint, int(counts[f"null_{i}"]))
-    return int(counts["rows"])
+    return rows
 
 
 def keep_one_row_per_key(df: DataFrame, primary_key: tuple[str, ...], dedup_sort: tuple[str, str] | None) -> DataFrame:

@@ -15,8 +15,8 @@ log = logging.getLogger(__name__)
 HISTORY_DEPTH = 25  # commits looked at; a crashed load is completed by the very next load of its table
 
 
-def record_unrecorded_loads(request, writer) -> list[str]:
-    """Record every recent commit of this pipeline's loads that `_dlt_loads` lacks; return their load ids."""
+def record_unrecorded_loads(request, writer) -> list[state.LoadRecord]:
+    """Record every recent commit of this pipeline's loads that `_dlt_loads` lacks; return those records."""
     commits = [
         c
         for c in writer.history(request.table_path, HISTORY_DEPTH)
@@ -37,8 +37,9 @@ def record_unrecorded_loads(request, writer) -> list[str]:
             commit.version,
             request.table_path,
         )
-        state.record_load(request.dataset, record_from_commit(commit))
-        completed.append(load_id)
+        record = record_from_commit(commit)
+        state.record_load(request.dataset, record)
+        completed.append(record)
     return completed
 
 

@@ -17,6 +17,10 @@ def shape_source(staged: DataFrame, plan: MergePlan, target_keys: DataFrame | No
         return unflagged_rows(staged)
     if plan.source is SourceShape.ROWS_WITH_FLAG:
         return staged
+    if plan.source is SourceShape.SCD2_ROWS_AND_RETIRES:
+        from .scd2_stage import rows_and_retires
+
+        return rows_and_retires(staged, target_keys, plan.retire)
     rows = unflagged_rows(staged).withColumn(ACTION, F.lit("insert"))
     if plan.source is SourceShape.DELETE_KEYS_AND_ROWS:
         keys = staged.select(*plan.delete_keys).distinct()

@@ -39,6 +39,9 @@ def effective_hints(disposition: WriteDisposition, hints: TableHints) -> TableHi
         _warn_ignored(hints, ("hard_delete", "dedup_sort"), f"write disposition {disposition.disposition!r}")
         return TableHints(primary_key=hints.primary_key)
     strategy = disposition.strategy
+    if strategy == "scd2":
+        _warn_ignored(hints, ("primary_key", "hard_delete", "dedup_sort"), "merge strategy 'scd2'")
+        return TableHints(merge_key=hints.merge_key)
     if strategy in ID_FROM_PRIMARY_KEY:
         if not hints.primary_key:
             raise ConfigError("primary_key", f"merge strategy {strategy!r} needs a primary key; none was given")
@@ -62,6 +65,8 @@ def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints,
     """Key checks, dedup, hard-delete flags, unique-key checks and system columns, then materialise."""
     keys = {"primary_key": hints.primary_key, "merge_key": hints.merge_key}
     rows_extracted = prepare.check_key_columns(df, {k: v for k, v in keys.items() if v})
+    if rows_extracted == 0:  # nothing to dedup or check, and maybe not even the key columns
+        return StagedBatch(prepare.add_system_columns(df, load_id).drop(prepare.INPUT_ORDER), 0, 0)
     strategy = disposition.strategy
     if strategy == "delete-insert" and hints.primary_key and not disposition.deduplicated:
         df = prepare.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)

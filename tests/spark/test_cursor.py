@@ -8,7 +8,6 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import cursor as cursor_module
@@ -32,18 +31,6 @@ pytestmark = pytest.mark.spark
 UTC = timezone.utc
 NOW = datetime(2024, 3, 10, 12, tzinfo=UTC)
 INT_ROWS = T.StructType([T.StructField("id", T.LongType()), T.StructField("v", T.StringType())])
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    yield session
 
 
 def window(
