@@ -155,5 +155,5 @@ def _plan_delete_insert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
 def _target_tuples_equal(keys: tuple[str, ...]) -> Expr:
     """Delete rows carry (pk, mk) tuples read from the target, where one part may be NULL (a key column
     added later): compare them NULL-safely, and on 'delete' rows only, so no 'insert' row ever matches."""
-    tuples = (same(Col(k, TARGET), Col(h, SOURCE)) for k, h in zip(keys, key_helpers(keys)))
+    tuples = (same(Col(k, TARGET), Col(h, SOURCE)) for k, h in zip(keys, key_helpers(keys), strict=True))
     return all_of(*tuples, eq(Col(ACTION, SOURCE), Lit("delete")))
