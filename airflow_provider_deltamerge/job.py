@@ -130,6 +130,7 @@ def run_load(data, *, spark=None, **arguments) -> LoadInfo:
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
     writer = select_writer(request.backend, spark)
     finished = _finish_interrupted_attempt(request, record_unrecorded_loads(request, writer))
+    finished = finished or _already_loaded(request)
     if finished is not None:
         return finished
     snapshot = writer.snapshot(spark, request.table_path)
@@ -160,6 +161,9 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     commit_request = CommitRequest(load_id, request.app_id, state.txn_version(load_id), metadata)
     reached("commit")
     result = writer.commit(spark, request.table_path, snapshot, plan, source, commit_request)
+    if result.already_applied:  # a concurrent submission of the same load id committed first
+        record_unrecorded_loads(request, writer)
+        return _already_loaded(request)
     reached("after_commit")
     metrics = {
         **result.metrics,
@@ -192,6 +196,18 @@ def _finish_interrupted_attempt(request: LoadRequest, recovered: list[state.Load
             return LoadInfo(record.load_id, request.table_path, request.table_name, record.table_version,
                             record.metrics, record.window)
     return None
+
+
+def _already_loaded(request: LoadRequest) -> LoadInfo | None:
+    """A request that names its load id and was loaded before returns that load: submissions are idempotent."""
+    if request.load_id is None:
+        return None
+    row = state.read_load(request.dataset, request.load_id)
+    if row is None:
+        return None
+    log.warning("load %s was already loaded into %s; nothing is applied again", request.load_id, request.table_path)
+    window = {"start": row["window_start"], "end": row["window_end"]} if row["window_start"] or row["window_end"] else None
+    return LoadInfo(request.load_id, request.table_path, request.table_name, row["table_version"], row["metrics"], window)
 
 
 def _open_window(request: LoadRequest, snapshot):

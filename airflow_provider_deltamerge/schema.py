@@ -27,7 +27,7 @@ def can_widen(batch_type: T.DataType, table_type: T.DataType) -> bool:
     if b in _INTEGER_WIDTH and t in _INTEGER_WIDTH:
         return _INTEGER_WIDTH[b] <= _INTEGER_WIDTH[t]
     if b in _INTEGER_WIDTH and t is T.DoubleType:
-        return _INTEGER_WIDTH[b] <= 4
+        return True  # as dlt does: JSON numbers without a fraction land in a double column
     if b is T.FloatType and t is T.DoubleType:
         return True
     if b is T.DecimalType and t is T.DecimalType:

@@ -132,6 +132,7 @@ def test_retrying_an_interrupted_load_with_its_id_does_not_apply_it_twice(spark,
     }
     retry = load(spark, dataset, [{"id": 7, "v": "g"}], write_disposition="append", load_id=interrupted)
     assert retry.load_id == interrupted
+    assert (retry.table_version, retry.metrics["numTargetRowsInserted"]) == (1, 1)
     assert read_rows(path) == ordered(SEED + [{"id": 7, "v": "g"}])  # appended once
     assert table_version(path) == 1
     rows = recorded(dataset)

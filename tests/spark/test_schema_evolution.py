@@ -71,6 +71,14 @@ def test_narrower_types_are_widened_into_existing_columns(spark, dataset):
     }
 
 
+def test_whole_numbers_land_in_an_existing_double_column(spark, dataset):
+    path = f"{dataset}/products"
+    load(spark, dataset, [{"id": 1, "price": 2.5}], write_disposition="merge", primary_key="id")
+    load(spark, dataset, [{"id": 2, "price": 2}], write_disposition="merge", primary_key="id")
+    assert read_rows(path) == ordered([{"id": 1, "price": 2.5}, {"id": 2, "price": 2.0}])
+    assert column_types(path)["price"] == pa.float64()
+
+
 @pytest.mark.parametrize(
     ("disposition", "batch", "column", "table_type", "batch_type"),
     [
