@@ -1,15 +1,26 @@
-"""Shared fixtures: one real local SparkSession for the whole run, and a fresh dataset folder per test."""
+"""Shared fixtures: one real local SparkSession for the whole run, and a fresh dataset folder per test.
+
+DELTA_SPARK_JARS may point at local Delta jar files (delta-spark and delta-storage); the session is then
+built with them and the delta-spark writer runs too. Nothing is ever downloaded.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+WRITERS = ("delta-rs", "delta-spark")
+
 
 @pytest.fixture(scope="session")
 def spark():
+    from airflow_provider_deltamerge.delta_config import delta_jars_from_env
     from airflow_provider_deltamerge.session import default_session
 
-    session = default_session("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    session = default_session(
+        "local[2]",
+        {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        delta_jars=delta_jars_from_env(),
+    )
     yield session
     session.stop()
 
@@ -18,3 +29,33 @@ def spark():
 def dataset(tmp_path):
     """A base location for a test's tables, as a plain path string."""
     return str(tmp_path / "lake")
+
+
+@pytest.fixture(params=WRITERS)
+def writer_backend(request, monkeypatch):
+    """The writer a behaviour test runs with: run_load(backend="auto") resolves to it.
+
+    The delta-spark run skips, saying why, where Delta's JVM classes are not in the session. Modules
+    marked writer_independent run once, with the real selection.
+    """
+    backend = request.param
+    if request.node.get_closest_marker("writer_independent"):
+        if backend != WRITERS[0]:
+            pytest.skip("this module does not depend on the writer; it runs once")
+        return None
+    if backend == "delta-spark":
+        from airflow_provider_deltamerge.writers.delta_spark import delta_spark_status
+
+        available, why = delta_spark_status(request.getfixturevalue("spark"))
+        if not available:
+            pytest.skip(
+                f"delta-spark writer: {why}; set DELTA_SPARK_JARS to local delta-spark and delta-storage "
+                "jar files to run it (nothing is downloaded)"
+            )
+    from airflow_provider_deltamerge import job, writers
+
+    select = writers.select_writer
+    monkeypatch.setattr(
+        job, "select_writer", lambda chosen, spark: select(backend if chosen == "auto" else chosen, spark)
+    )
+    return backend

@@ -26,7 +26,7 @@ from airflow_provider_deltamerge.incremental import Incremental
 from airflow_provider_deltamerge.specs import RunContext
 from airflow_provider_deltamerge.window import Window, resolve_window
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 
 UTC = timezone.utc
 NOW = datetime(2024, 3, 10, 12, tzinfo=UTC)

@@ -35,7 +35,7 @@ from airflow_provider_deltamerge.writers.delta_spark import (
 )
 from tests.helpers import read_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 UTC = timezone.utc
 B = datetime(2024, 4, 9, 18, 27, 53, 734235, tzinfo=UTC)
 DAY = datetime(2024, 4, 9, tzinfo=UTC)
