@@ -93,10 +93,10 @@ def flag_hard_deletes(df: DataFrame, column: str) -> DataFrame:
 def check_unique_keys(df: DataFrame, primary_key: tuple[str, ...], strategy: str) -> None:
     """Fail, naming some of the keys, when a primary key occurs more than once in the batch."""
     duplicated = df.groupBy(*primary_key).count().filter(F.col("count") > 1)
-    examples = duplicated.orderBy(F.col("count").desc(), *primary_key).limit(DUPLICATE_EXAMPLES).collect()
-    if examples:
-        total = duplicated.count()
-        raise DuplicateKeyError(primary_key, strategy, [tuple(r[c] for c in primary_key) for r in examples], total)
+    found = duplicated.limit(DUPLICATE_EXAMPLES).collect()  # no sort: the common case has none to find
+    if found:
+        examples = sorted((tuple(r[c] for c in primary_key) for r in found), key=repr)
+        raise DuplicateKeyError(primary_key, strategy, examples, duplicated.count())
 
 
 def _short_hash(column) -> F.Column:
