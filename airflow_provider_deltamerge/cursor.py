@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 from .errors import ConfigError, MissingKeyColumnError, SourceError
 from .incremental import EPOCH, Incremental, coerce_bound, cursor_state, json_safe
+from .prepare import materialize
 from .window import Window
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,10 @@ def apply_cursor(
     if incremental.records_boundary_hashes:
         annotated = annotated.withColumn(_HASH, _row_hash(df, key, incremental.primary_key is not None))
     annotated = _flag_rows(annotated, incremental, window, stored.get("unique_hashes") or [])
+    # Read the source once: a live source (a JDBC table taking inserts) read again for the summary, the
+    # hashes and the commit would give a last_value for other rows than those loaded, and the next run
+    # would load the difference twice.
+    annotated = materialize(annotated)
     result = _summarise(annotated, incremental, window)
     if result.rows_missing_cursor and incremental.on_cursor_value_missing == "raise":
         raise CursorValueMissingError(incremental.cursor_path, result.rows_missing_cursor, result.rows_before)

@@ -284,10 +284,19 @@ def _as_epoch_float(value: Bound) -> float:
 
 
 def _as_text(value: Bound) -> str:
+    """An ISO string that orders like the instant among the cursor's own ISO strings.
+
+    A midnight UTC instant becomes the bare date: '2024-01-07' sorts before every text of that day
+    ('2024-01-07', '2024-01-07T05:00:00Z', '2024-01-07 05:00') and after every text of the day before,
+    so daily and weekly windows split date strings ("ds") and timestamp strings at the right day.
+    """
     if isinstance(value, str):
         return value
-    if isinstance(value, (datetime, date)):
-        return to_utc(value).isoformat() if isinstance(value, datetime) else value.isoformat()
+    if isinstance(value, datetime):
+        instant = to_utc(value)
+        return instant.date().isoformat() if instant.time() == time() else instant.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
     raise ValueError("a number does not compare with text; give the bound as a string")
 
 

@@ -10,7 +10,7 @@ Pure: no Spark, no Airflow, no I/O. Rules, first match wins:
 - data-interval:    a scheduled or backfill run with a real interval: [start, end), end clamped to now.
 - schedule-period:  a scheduled or backfill run with a zero-width interval (Airflow 3 cron timetables):
   [run_context.period_start, interval end).
-- manual-from-cursor: a manual or asset-triggered run without conf: from the stored last value (or
+- manual-from-cursor: a manual, operator- or asset-triggered run without conf: from the stored last value (or
   initial_value) to now, stateful.
 
 Windows from the run (conf, interval, period) are half-open and stateless: they do no boundary dedup, and
@@ -37,7 +37,8 @@ from .incremental import (
 from .specs import RunContext, choice
 
 SCHEDULED_RUN_TYPES = ("scheduled", "backfill")
-ON_DEMAND_RUN_TYPES = ("manual", "asset_triggered", "asset_materialization")
+# Airflow 3's other DagRunType values; "operator_triggered" is a run started by TriggerDagRunOperator.
+ON_DEMAND_RUN_TYPES = ("manual", "operator_triggered", "asset_triggered", "asset_materialization")
 
 END_VALUE_RANGE = "end-value-range"
 STATEFUL_INCREMENTAL = "stateful-incremental"

@@ -198,8 +198,9 @@ def _logged_commit(entry: dict) -> LoggedCommit:
     if entry.get("operation") == "MERGE":
         metrics = {MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS}
     else:
-        rows, added, removed = (int(raw.get(k, 0)) for k in ("num_added_rows", "num_added_files", "num_removed_files"))
-        metrics = write_metrics(rows, added, removed, None)
+        counts = (int(raw.get(k, 0)) for k in ("num_added_rows", "num_added_files", "num_removed_files"))
+        appended = (entry.get("operationParameters") or {}).get("mode") == "Append"
+        metrics = write_metrics(*counts, rows_deleted=0 if appended else None)
     return LoggedCommit(int(entry["version"]), str(entry.get("operation")), our_metadata(entry), metrics)
 
 

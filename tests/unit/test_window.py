@@ -305,7 +305,7 @@ def test_interval_without_run_type_is_treated_as_scheduled():
         ("date", date(2024, 3, 4), date(2024, 3, 5)),
         ("int", 1709510400, 1709596800),
         ("float", 1709510400.0, 1709596800.0),
-        ("string", "2024-03-04T00:00:00+00:00", "2024-03-05T00:00:00+00:00"),
+        ("string", "2024-03-04", "2024-03-05"),  # midnight: the bare date, so "ds" strings split right
     ],
 )
 def test_interval_is_coerced_to_the_cursor_type(cursor_type, start, end):
