@@ -6,12 +6,14 @@ window -> extract -> stage -> plan -> one Delta commit -> state rows. This modul
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from . import state
 from .incremental import Incremental
+from .errors import ConflictError
 from .faults import reached
 from .naming import naming_convention
 from .planning import MergePlan, Operation, plan_load
@@ -22,6 +24,8 @@ from .writers import select_writer
 from .writers.base import CommitRequest
 
 log = logging.getLogger(__name__)
+
+COMMIT_ATTEMPTS = 4  # another writer committed first: plan again on the new version, this many times in all
 
 
 @dataclass(frozen=True)
@@ -139,11 +143,45 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     reached("extract")
     batch = _extract(spark, data, request, opened.window if opened else None)
     batch, opened, new_state = _filter_to_window(batch, request, opened)
-    window = opened.window if opened else None
     reached("stage")
-    staged, plan = _stage_and_plan(batch, request, snapshot, load_id, _replace_where(request, window))
-    plan = _record_empty_window(plan, window)
-    window = window.as_dict() if window is not None else None
+    from .staging import stage_batch
+
+    staged = stage_batch(batch, request.disposition, request.hints, load_id)
+    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state)
+    attempt = 1
+    while True:
+        try:
+            return _plan_and_commit(spark, writer, snapshot, load)
+        except ConflictError as conflict:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            attempt += 1
+            log.warning("load %s: %s; planning again on the new version (attempt %d of %d)",
+                        load_id, conflict, attempt, COMMIT_ATTEMPTS)
+            time.sleep(0.2 * attempt)
+            snapshot = writer.snapshot(spark, request.table_path)
+
+
+@dataclass(frozen=True)
+class _StagedLoad:
+    """A load between staging and its commit: what stays the same if the commit has to be planned again."""
+
+    request: LoadRequest
+    load_id: str
+    staged: object  # staging.StagedBatch
+    window: object  # window.Window or None
+    new_state: dict | None
+
+    @property
+    def window_dict(self) -> dict | None:
+        return self.window.as_dict() if self.window is not None else None
+
+
+def _plan_and_commit(spark, writer, snapshot, load: _StagedLoad) -> LoadInfo:
+    """Plan against the table as it is now, make the one commit, record the load."""
+    request, load_id, window = load.request, load.load_id, load.window_dict
+    staged, plan = _plan(load.staged, request, snapshot, load_id, _replace_where(request, load.window))
+    plan = _record_empty_window(plan, load.window)
     base_metrics = {
         "table": request.table_name,
         "rows_extracted": staged.rows_extracted,
@@ -157,7 +195,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         return LoadInfo(None, request.table_path, request.table_name, version, metrics, window)
     reached("plan")
     source = _shape(spark, writer, snapshot, staged.df, plan)
-    metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": new_state}
+    metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
     commit_request = CommitRequest(load_id, request.app_id, state.txn_version(load_id), metadata)
     reached("commit")
     result = writer.commit(spark, request.table_path, snapshot, plan, source, commit_request)
@@ -175,7 +213,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     }
     record = state.LoadRecord(
         load_id, request.pipeline_name, request.table_name, result.version, metrics, window,
-        request.run_context.to_dict(), new_state,
+        request.run_context.to_dict(), load.new_state,
     )
     state.record_load(request.dataset, record)
     log.info("load %s committed version %s of %s: %s", load_id, result.version, request.table_path, metrics)
@@ -270,11 +308,10 @@ def _extract(spark, data, request: LoadRequest, window):
     return prepare.rename_columns(df, naming_convention(request.naming))
 
 
-def _stage_and_plan(batch, request: LoadRequest, snapshot, load_id: str, replace_where=None):
+def _plan(staged, request: LoadRequest, snapshot, load_id: str, replace_where=None):
+    """The staged batch aligned to the table as it is now, and the plan of its commit."""
     from .schema import align_to_table
-    from .staging import stage_batch
 
-    staged = stage_batch(batch, request.disposition, request.hints, load_id)
     if request.disposition.scd2 is not None:
         from .scd2_stage import stage_scd2
 

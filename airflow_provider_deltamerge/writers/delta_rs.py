@@ -20,6 +20,7 @@ from ..expressions import SOURCE, TARGET, render
 from ..planning import Clause, MergePlan, Operation
 from .base import (
     MERGE_METRICS_FROM_DELTA_RS,
+    METADATA_PREFIX,
     CommitRequest,
     CommitResult,
     LoggedCommit,
@@ -28,6 +29,8 @@ from .base import (
 )
 
 log = logging.getLogger(__name__)
+
+LANDED_SEARCH_DEPTH = 50  # commits searched for a load's own commit right after making it
 
 
 class DataFusionDialect:
@@ -108,15 +111,15 @@ class DeltaRsWriter:
         )
         try:
             if plan.operation is Operation.MERGE:
-                return self._merge(snapshot, plan, source, properties)
-            return self._write(path, snapshot, plan, source, properties)
+                return self._merge(snapshot, plan, source, properties, request.load_id)
+            return self._write(path, snapshot, plan, source, properties, request.load_id)
         except CommitFailedError as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
                 f"by this load. Retry the load. ({exc})"
             ) from exc
 
-    def _merge(self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties) -> CommitResult:
+    def _merge(self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
         dialect = DataFusionDialect()
         data = spark_to_arrow(source)
         merger = snapshot.table.merge(
@@ -131,12 +134,11 @@ class DeltaRsWriter:
             merger = _add_clause(merger, clause, list(plan.helper_columns), dialect)
         raw = merger.execute()
         metrics = {MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS}
-        version = snapshot.table.version()
-        if version == snapshot.version:  # nothing changed, so delta-rs wrote no commit
-            version = self._empty_commit(snapshot.table, properties)
-        return CommitResult(version, metrics)
+        if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
+            self._empty_commit(snapshot.table, properties)
+        return CommitResult(int(_landed_commit(snapshot.table.table_uri, load_id)["version"]), metrics)
 
-    def _write(self, path: str, snapshot, plan: MergePlan, source, properties) -> CommitResult:
+    def _write(self, path: str, snapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
         data = spark_to_arrow(source)
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
@@ -148,19 +150,17 @@ class DeltaRsWriter:
             predicate=render(plan.replace_where, DataFusionDialect()) if plan.replace_where is not None else None,
             commit_properties=properties,
         )
-        table = DeltaTable(path)
-        logged = table.history(1)[0]
+        logged = _landed_commit(path, load_id)
         written = logged.get("operationMetrics", {})
         metrics = write_metrics(
             data.num_rows, int(written.get("num_added_files", 0)), int(written.get("num_removed_files", 0)), rows_deleted
         )
-        return CommitResult(table.version(), metrics)
+        return CommitResult(int(logged["version"]), metrics)
 
     @staticmethod
-    def _empty_commit(table: DeltaTable, properties) -> int:
+    def _empty_commit(table: DeltaTable, properties) -> None:
         empty = pa.schema(table.schema().to_arrow()).empty_table()
         write_deltalake(table, empty, mode="append", commit_properties=properties)
-        return DeltaTable(table.table_uri).version()
 
     def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
         try:
@@ -184,6 +184,18 @@ def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan)
             "loaded. Make those columns nullable, or add the new column to the table first.",
         )
     return bool(new)
+
+
+def _landed_commit(path: str, load_id: str) -> dict:
+    """The history entry of this load's commit. Two writers creating a table at the same moment can both
+    believe they wrote its first version while only one did, so a commit counts only once it is seen."""
+    for entry in DeltaTable(path).history(LANDED_SEARCH_DEPTH):
+        if entry.get(METADATA_PREFIX + "load_id") == load_id:
+            return entry
+    raise ConflictError(
+        f"the commit of load {load_id} is not in the history of {path}: a concurrent writer replaced it. "
+        "Nothing of this load is visible; retry the load."
+    )
 
 
 def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
