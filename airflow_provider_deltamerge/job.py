@@ -15,6 +15,7 @@ from . import state
 from .incremental import Incremental
 from .errors import ConflictError
 from .faults import reached
+from .locking import creation_lock
 from .naming import naming_convention
 from .planning import MergePlan, Operation, plan_load
 from .recovery import record_unrecorded_loads
@@ -67,7 +68,17 @@ class LoadRequest:
 
     @property
     def app_id(self) -> str:
-        return f"deltamerge:{self.pipeline_name}:{self.table_name}"
+        """The Delta txn application id of this load's stream of commits.
+
+        Delta treats txn versions as a high-water mark per application, so the id names a stream whose
+        loads run one after another: one Airflow task run (its retries reuse it), or the pipeline's table
+        outside Airflow. Loads of different task runs may then commit in any order.
+        """
+        run = self.run_context
+        stream = f"deltamerge:{self.pipeline_name}:{self.table_name}"
+        if run.dag_id is None:
+            return stream
+        return f"{stream}:{run.dag_id}:{run.task_id}:{run.map_index}:{run.run_id}"
 
 
 def build_request(
@@ -151,7 +162,11 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     attempt = 1
     while True:
         try:
-            return _plan_and_commit(spark, writer, snapshot, load)
+            if snapshot is not None:
+                return _plan_and_commit(spark, writer, snapshot, load)
+            with creation_lock(request.table_path):  # the first commit of a table: one writer at a time
+                snapshot = writer.snapshot(spark, request.table_path)
+                return _plan_and_commit(spark, writer, snapshot, load)
         except ConflictError as conflict:
             if attempt == COMMIT_ATTEMPTS:
                 raise
@@ -201,7 +216,13 @@ def _plan_and_commit(spark, writer, snapshot, load: _StagedLoad) -> LoadInfo:
     result = writer.commit(spark, request.table_path, snapshot, plan, source, commit_request)
     if result.already_applied:  # a concurrent submission of the same load id committed first
         record_unrecorded_loads(request, writer)
-        return _already_loaded(request)
+        loaded = _already_loaded(request)
+        if loaded is None:
+            raise ConflictError(
+                f"Delta skipped load {load_id} as already applied (txn {request.app_id}) but no commit of it "
+                f"is in the history of {request.table_path}; nothing was written. Retry the load."
+            )
+        return loaded
     reached("after_commit")
     metrics = {
         **result.metrics,

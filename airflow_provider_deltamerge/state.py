@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -19,6 +20,9 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from .errors import ConflictError
+from .locking import creation_lock
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +142,13 @@ def record_load(dataset: str, record: LoadRecord) -> None:
         return
     now = datetime.now(timezone.utc)
     if record.state is not None and not _has_state_row(dataset, record.load_id):
-        _append(table_path(dataset, STATE_TABLE), STATE_SCHEMA, [_state_row(record, now)])
+        _append(table_path(dataset, STATE_TABLE), STATE_SCHEMA, [_state_row(record, now)],
+                landed=lambda: _has_state_row(dataset, record.load_id))
     from .faults import reached
 
     reached("after_state_row")
-    _append(table_path(dataset, LOADS_TABLE), LOADS_SCHEMA, [_loads_row(record, now)])
+    _append(table_path(dataset, LOADS_TABLE), LOADS_SCHEMA, [_loads_row(record, now)],
+            landed=lambda: read_load(dataset, record.load_id) is not None)
 
 
 def _has_state_row(dataset: str, load_id: str) -> bool:
@@ -187,15 +193,21 @@ def _text(value) -> str | None:
     return None if value is None else str(value)
 
 
-def _append(path: str, schema: pa.Schema, rows: list[dict]) -> None:
-    """Append rows; concurrent loads of other tables append too, so a lost commit race is retried."""
+def _append(path: str, schema: pa.Schema, rows: list[dict], landed: Callable[[], bool]) -> None:
+    """Append rows, until `landed` sees them: concurrent loads append too, and two writers creating the
+    table at the same moment can both believe they wrote its first version."""
     data = pa.Table.from_pylist(rows, schema=schema)
     for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
-            write_deltalake(path, data, mode="append")
-            return
+            if DeltaTable.is_deltatable(path):
+                write_deltalake(path, data, mode="append")
+            else:
+                with creation_lock(path):
+                    write_deltalake(path, data, mode="append")
+            if landed():
+                return
+            log.warning("rows appended to %s were lost to a concurrent writer; appending again", path)
         except CommitFailedError:
-            if attempt == _WRITE_ATTEMPTS:
-                raise
             log.info("state table %s changed during the append; retrying (%d)", path, attempt)
-            time.sleep(0.1 * attempt)
+        time.sleep(0.1 * attempt)
+    raise ConflictError(f"could not append to {path} in {_WRITE_ATTEMPTS} attempts while other loads wrote to it")

@@ -186,12 +186,19 @@ def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan)
     return bool(new)
 
 
-def _landed_commit(path: str, load_id: str) -> dict:
-    """The history entry of this load's commit. Two writers creating a table at the same moment can both
-    believe they wrote its first version while only one did, so a commit counts only once it is seen."""
+def _find_commit(path: str, load_id: str) -> dict | None:
     for entry in DeltaTable(path).history(LANDED_SEARCH_DEPTH):
         if entry.get(METADATA_PREFIX + "load_id") == load_id:
             return entry
+    return None
+
+
+def _landed_commit(path: str, load_id: str) -> dict:
+    """The history entry of this load's commit. Two writers creating a table at the same moment can both
+    believe they wrote its first version while only one did, so a commit counts only once it is seen."""
+    entry = _find_commit(path, load_id)
+    if entry is not None:
+        return entry
     raise ConflictError(
         f"the commit of load {load_id} is not in the history of {path}: a concurrent writer replaced it. "
         "Nothing of this load is visible; retry the load."
@@ -233,9 +240,12 @@ def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
 
 
 def _already_applied(table: DeltaTable, request: CommitRequest) -> bool:
-    """delta-rs records txn versions but does not enforce them, so check on the pinned snapshot."""
+    """Whether this load id already committed. delta-rs records txn versions but does not enforce them,
+    and loads of one table may commit out of load-id order, so look for the load's own commit."""
     applied = table.transaction_version(request.app_id)
-    return applied is not None and applied >= request.txn_version
+    if applied is None or applied < request.txn_version:
+        return False
+    return _find_commit(table.table_uri, request.load_id) is not None
 
 
 def _plain_parquet_readable(table: DeltaTable) -> bool:

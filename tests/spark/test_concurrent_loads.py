@@ -39,3 +39,15 @@ def test_windows_loaded_in_parallel_all_land_once(spark, dataset):
     assert sorted(info.table_version for info in infos) == [0, 1, 2, 3]
     loaded = sorted((r["window_start"], r["metrics"]["numTargetRowsInserted"]) for r in read_loads(dataset))
     assert loaded == [(day.isoformat(), 4) for day in DAYS]
+
+
+def test_loads_of_different_tables_at_once_all_get_their_load_records(spark, dataset):
+    tables = [f"table_{i}" for i in range(4)]
+
+    def load(table):
+        return run_load([{"id": 1}], spark=spark, dataset=dataset, table_name=table, pipeline_name="parallel")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        infos = list(pool.map(load, tables))
+    assert sorted(r["table_name"] for r in read_loads(dataset)) == tables
+    assert sorted(r["load_id"] for r in read_loads(dataset)) == sorted(info.load_id for info in infos)
