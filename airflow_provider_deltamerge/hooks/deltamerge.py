@@ -1,0 +1,305 @@
+"""DeltaMergeHook: run one LoadRequest where the Airflow connection says.
+
+- no connection:              in-process local Spark (run_load's own default session)
+- a ``deltamerge`` connection: in-process Spark with the connection's master and Spark properties
+- a ``spark`` connection:      spark-submit (through the apache-spark provider's SparkSubmitHook) of
+                               ``remote_job.py`` with the request as a JSON file; the metrics come
+                               back from the load record the job writes, never from its log
+- a ``spark_connect`` connection: a remote SparkSession over Spark Connect
+
+The spark-submit arguments are built by the pure function :func:`submit_arguments`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from functools import cached_property
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowException
+
+from ..errors import ConfigError, JobFailedError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+    from ..request import LoadRequest
+
+MODES = {None: "local", "deltamerge": "local", "spark": "submit", "spark_connect": "connect"}
+# SparkSubmitHook keyword arguments a user may pass through `submit_options`.
+SUBMIT_OPTIONS = (
+    "files",
+    "py_files",
+    "archives",
+    "driver_class_path",
+    "jars",
+    "packages",
+    "exclude_packages",
+    "repositories",
+    "total_executor_cores",
+    "executor_cores",
+    "executor_memory",
+    "driver_memory",
+    "keytab",
+    "principal",
+    "proxy_user",
+    "num_executors",
+    "status_poll_interval",
+    "verbose",
+    "properties_file",
+    "yarn_queue",
+    "deploy_mode",
+)
+LOG_TAIL_MARKER = "Last spark-submit output:"
+# Session settings every job gets, as the embedded local session has them (results must not depend on
+# where the load ran); the driver log stays short so a failure's cause is in the tail.
+JOB_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.level": "WARN",
+}
+
+
+def remote_job_resource() -> Any:
+    """The ``remote_job.py`` shipped in this package (use with ``importlib.resources.as_file``)."""
+    return resources.files("airflow_provider_deltamerge") / "remote_job.py"
+
+
+def check_submit_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`submit_options` as a dict; a key SparkSubmitHook does not take (or we set) is refused."""
+    unknown = sorted(set(options or {}) - set(SUBMIT_OPTIONS))
+    if unknown:
+        valid = ", ".join(SUBMIT_OPTIONS)
+        raise ConfigError("submit_options", f"unknown option(s) {unknown}; valid: {valid}")
+    return dict(options or {})
+
+
+def submit_arguments(
+    request_file: str,
+    *,
+    name: str,
+    python: str,
+    spark_conf: Mapping[str, Any] | None = None,
+    submit_options: Mapping[str, Any] | None = None,
+    delta_jars: Any = None,
+) -> dict[str, Any]:
+    """SparkSubmitHook keyword arguments that run remote_job.py on the request in request_file.
+
+    The request file is also shipped with ``--files`` so that a driver in cluster deploy mode finds it
+    in its working directory. ``python`` is the interpreter the driver and executors use; it must have
+    this package installed. ``delta_jars`` (see ``delta_config``) adds Delta's jars and SQL settings.
+    User ``spark_conf`` entries override the defaults.
+    """
+    from ..delta_config import merge_spark_conf, parse_delta_jars
+
+    options = check_submit_options(submit_options)
+    conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python, **JOB_CONF}
+    delta = parse_delta_jars(delta_jars)
+    if delta is not None:
+        delta_options = delta.spark_submit_options()
+        conf = merge_spark_conf(conf, delta_options.pop("conf"))
+        for key, value in delta_options.items():  # jars, packages: comma lists, the user's kept too
+            options[key] = _join(options.get(key), value)
+    conf = merge_spark_conf(conf, {k: str(v) for k, v in (spark_conf or {}).items()})
+    return {
+        **options,
+        "conf": conf,
+        "files": _join(request_file, options.get("files")),
+        "name": name,
+        "application_args": ["--request-file", request_file],
+    }
+
+
+def _join(*lists: str | None) -> str:
+    return ",".join(item for item in lists if item)
+
+
+def spark_submit_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """Environment of the spark-submit process: pyspark's own Spark when SPARK_HOME is not set."""
+    env = dict(environ)
+    if not env.get("SPARK_HOME"):
+        from pyspark.find_spark_home import _find_spark_home
+
+        env["SPARK_HOME"] = _find_spark_home()
+    spark_bin = os.path.join(env["SPARK_HOME"], "bin")
+    python_bin = os.path.dirname(sys.executable)  # find-spark-home looks for pyspark with this python
+    env["PATH"] = os.pathsep.join(p for p in (spark_bin, python_bin, env.get("PATH", "")) if p)
+    return env
+
+
+def submitted_load_metrics(request: LoadRequest, known: set[str], loads: list[dict]) -> dict[str, Any]:
+    """The metrics of what a spark-submit job loaded, from the dataset's load records (``_dlt_loads``).
+
+    The job loads under the request's load id. A retry whose earlier attempt committed but was stopped
+    before its load record instead records and reports that earlier load: the new record of this run's
+    task. A job with nothing to load (a stateful window without rows) writes no record.
+    """
+    ours = [r for r in loads if r["load_id"] == request.load_id]
+    run = request.run_context
+    if not ours and run.get("run_id") is not None:
+        identity = ("dag_id", "task_id", "run_id")
+        ours = [
+            r for r in loads if r["load_id"] not in known and all(r.get(k) == run.get(k) for k in identity)
+        ]
+    if not ours:
+        return {"load_id": None, "table": request.stored_table_name}
+    return ours[-1]["metrics"]
+
+
+def split_log_tail(message: str) -> tuple[str, str]:
+    """SparkSubmitHook's failure message split into (first part, masked tail of the driver output)."""
+    head, _, tail = message.partition(LOG_TAIL_MARKER)
+    return head.strip(), tail.strip()
+
+
+class DeltaMergeHook(BaseHook):
+    """Run a load request in process, with spark-submit, or over Spark Connect.
+
+    :param conn_id: Airflow connection: none (local Spark), ``deltamerge``, ``spark`` or
+        ``spark_connect``.
+    :param spark_conf: Spark properties for the session or the spark-submit ``--conf`` options.
+    :param submit_options: extra SparkSubmitHook arguments (``driver_memory``, ``jars``, ...).
+    :param python: interpreter for the spark-submit driver and executors; default: this one.
+    :param delta_jars: where Spark finds Delta's jars (see ``delta_config``), for local and
+        spark-submit runs; a Spark Connect server is configured on its own side.
+    """
+
+    conn_name_attr = "conn_id"
+    default_conn_name = "deltamerge_default"
+    conn_type = "deltamerge"
+    hook_name = "Delta Merge (in-process Spark)"
+
+    def __init__(
+        self,
+        conn_id: str | None = None,
+        *,
+        spark_conf: Mapping[str, Any] | None = None,
+        submit_options: Mapping[str, Any] | None = None,
+        python: str | None = None,
+        delta_jars: Any = None,
+    ) -> None:
+        super().__init__()
+        self.conn_id = conn_id
+        self.spark_conf = dict(spark_conf or {})
+        self.submit_options = dict(submit_options or {})
+        self.python = python or sys.executable
+        self.delta_jars = delta_jars
+        self._submit_hook: Any = None
+
+    @cached_property
+    def connection(self) -> Connection | None:
+        return self.get_connection(self.conn_id) if self.conn_id else None
+
+    @property
+    def mode(self) -> str:
+        """'local', 'submit' or 'connect', from the connection type."""
+        conn_type = self.connection.conn_type if self.connection else None
+        if conn_type not in MODES:
+            raise ConfigError(
+                "conn_id",
+                f"connection {self.conn_id!r} has type {conn_type!r}; use one of "
+                "'deltamerge', 'spark', 'spark_connect', or no connection for local Spark",
+            )
+        return MODES[conn_type]
+
+    def get_conn(self) -> Any:
+        return self.connection
+
+    def run(self, request: LoadRequest) -> dict[str, Any]:
+        """Run the load and return its metrics dict (as in ``_dlt_loads.metrics``)."""
+        mode = self.mode
+        self.log.info("Running %s with %s Spark", request.describe(), mode)
+        if mode == "submit":
+            return self._run_submit(request)
+        spark = self._connect_session() if mode == "connect" else self._local_session()
+        try:
+            return request.run(spark).metrics
+        finally:
+            if mode == "connect":
+                spark.stop()
+
+    def _local_session(self) -> Any:
+        """The process's local session; a `deltamerge` connection gives its master and Spark conf.
+
+        As for any SparkSession, a session already running in this process is reused as it is.
+        """
+        from ..delta_config import merge_spark_conf, parse_delta_jars
+        from ..session import default_session
+
+        extra = self.connection.extra_dejson if self.connection else {}
+        conf = {"spark.pyspark.python": self.python}  # Python workers run this interpreter, not PATH's
+        delta = parse_delta_jars(self.delta_jars)
+        for part in (delta.spark_conf() if delta else {}, extra.get("spark_conf") or {}, self.spark_conf):
+            conf = merge_spark_conf(conf, {k: str(v) for k, v in part.items()})
+        return default_session((self.connection and self.connection.host) or "local[*]", conf)
+
+    def _connect_session(self) -> Any:
+        """A new Spark Connect session; the URL (it may hold a token) is never logged.
+
+        pyspark switches the whole process to Connect mode, so it must not run a local session too
+        (an Airflow task process does not).
+        """
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        if self.delta_jars is not None:
+            raise ConfigError(
+                "delta_jars", "a Spark Connect server has its own class path; configure it there"
+            )
+        if SparkContext._active_spark_context is not None:
+            raise ConfigError(
+                "conn_id", "Spark Connect cannot be used in a process that already runs a local SparkSession"
+            )
+        url = SparkConnectHook(conn_id=self.conn_id).get_connection_url()
+        self.log.info("Spark Connect server %s:%s", self.connection.host, self.connection.port)
+        builder = SparkSession.builder.remote(url)
+        session_conf = {k: v for k, v in JOB_CONF.items() if k.startswith("spark.sql.")}  # not the server's
+        for key, value in {**session_conf, **self.spark_conf}.items():
+            builder = builder.config(key, str(value))
+        return builder.create()
+
+    def _run_submit(self, request: LoadRequest) -> dict[str, Any]:
+        from ..state import new_load_id, read_loads
+
+        if request.load_id is None:
+            request = request.with_load_id(new_load_id())
+        known = {r["load_id"] for r in read_loads(request.dataset)}
+        self._submit(request)
+        return submitted_load_metrics(request, known, read_loads(request.dataset))
+
+    def _submit(self, request: LoadRequest) -> None:
+        """spark-submit remote_job.py with the request as a JSON file; JobFailedError if it fails."""
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        with tempfile.TemporaryDirectory(prefix="deltamerge-") as folder:
+            request_file = os.path.join(folder, "request.json")
+            with open(request_file, "w", encoding="utf-8") as handle:
+                handle.write(request.to_json())
+            arguments = submit_arguments(
+                request_file,
+                name=f"deltamerge {request.table_name}",
+                python=self.python,
+                spark_conf=self.spark_conf,
+                submit_options=self.submit_options,
+                delta_jars=self.delta_jars,
+            )
+            self._submit_hook = SparkSubmitHook(conn_id=self.conn_id, **arguments)
+            with resources.as_file(remote_job_resource()) as application:
+                try:
+                    # cwd: the job's scratch files (spark-warehouse, derby.log) stay in the temp folder
+                    self._submit_hook.submit(str(application), env=spark_submit_env(os.environ), cwd=folder)
+                except AirflowException as exc:
+                    head, tail = split_log_tail(str(exc))
+                    raise JobFailedError(f"spark job for {request.table_uri} failed: {head}", tail) from None
+
+    def kill(self) -> None:
+        """Stop a running spark-submit job (called from the operator's on_kill)."""
+        if self._submit_hook is not None:
+            self._submit_hook.on_kill()

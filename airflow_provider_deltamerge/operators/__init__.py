@@ -1,0 +1,8 @@
+"""Airflow operators of the deltamerge provider."""
+
+from __future__ import annotations
+
+from .backfill import DeltaBackfillOperator
+from .merge import DeltaMergeOperator, DeltaScd2Operator
+
+__all__ = ["DeltaBackfillOperator", "DeltaMergeOperator", "DeltaScd2Operator"]

@@ -1,0 +1,272 @@
+"""DeltaMergeOperator and DeltaScd2Operator: one load into a Delta table per task.
+
+DAG files import this module, so it imports neither pyspark nor the loading core at module level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import Asset, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from ..errors import ConfigError
+from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
+from ..request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name, table_uri
+from .context import check_overridable, data_interval_of, run_context_of, split_conf
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+def is_templated(value: Any) -> bool:
+    """True if a value (or anything nested in it) holds Jinja to be rendered at run time."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(is_templated(k) or is_templated(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(is_templated(v) for v in value)
+    return False
+
+
+def table_asset(dataset: str, table_name: str, naming: str = "snake_case") -> Asset:
+    """The Asset a load into <dataset>/<table_name> updates."""
+    return Asset(uri=table_uri(dataset, table_name, naming))
+
+
+def check_window(window: Any) -> dict[str, Any] | None:
+    """An explicit (start, end) window argument as the {"start", "end"} conf the window rules take."""
+    if window is None:
+        return None
+    if isinstance(window, Mapping):
+        window = (window.get("start"), window.get("end"))
+    if not isinstance(window, (list, tuple)) or len(window) != 2 or window[0] is None:
+        raise ConfigError("window", f"{window!r} must be a (start, end) pair")
+    return {"start": _as_text(window[0]), "end": _as_text(window[1])}
+
+
+def _as_text(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+class DeltaMergeOperator(BaseOperator):
+    """Load a source into a Delta table with dlt's write dispositions, keys, hints and windows.
+
+    :param source: reader spec ``{"format", "path", "options"}``, ``{"table": ...}``, ``{"sql": ...}``,
+        ``{"callable": "module:function"}`` (called as ``fn(spark, window)``), or a string form.
+    :param dataset: base location (absolute path or URI); the table is ``<dataset>/<table_name>``.
+    :param table_name: target table name.
+    :param write_disposition: "append", "replace", "merge" or the dict form with a strategy.
+    :param primary_key: column or columns of the primary key.
+    :param merge_key: column or columns of the merge key.
+    :param columns: column hints, e.g. ``{"deleted": {"hard_delete": True}}``.
+    :param incremental: an ``Incremental`` or its dict form (cursor column, initial value, ...).
+    :param pipeline_name: pipeline name in the state tables.
+    :param backend: "auto", "delta-rs" or "delta-spark".
+    :param naming: "snake_case" or "direct".
+    :param window_overwrite: for append with a window, replace that window's rows (safe re-runs).
+    :param window: explicit ``(start, end)`` to load, stateless (used by mapped backfills).
+    :param conn_id: none (local Spark), a ``deltamerge``, ``spark`` or ``spark_connect`` connection.
+    :param spark_conf: Spark properties for the session or spark-submit.
+    :param submit_options: extra SparkSubmitHook arguments (``driver_memory``, ``jars``, ...).
+    :param delta_jars: Delta's jars for the delta-spark writer (local and spark-submit runs).
+    :param conf_overridable: options dag_run.conf may set for this task (window bounds always may).
+    :param emit_asset: declare the target table as an outlet Asset with the metrics as event extra.
+    """
+
+    template_fields: Sequence[str] = (
+        "source",
+        "dataset",
+        "table_name",
+        "write_disposition",
+        "primary_key",
+        "merge_key",
+        "columns",
+        "incremental",
+        "window",
+        "pipeline_name",
+    )
+    template_fields_renderers = {"source": "json", "write_disposition": "json", "columns": "json"}
+    ui_color = "#00add4"
+
+    def __init__(
+        self,
+        *,
+        source: str | dict[str, Any],
+        dataset: str,
+        table_name: str,
+        write_disposition: str | dict[str, Any] = "append",
+        primary_key: str | list[str] | None = None,
+        merge_key: str | list[str] | None = None,
+        columns: dict[str, dict[str, Any]] | None = None,
+        incremental: Any = None,
+        pipeline_name: str | None = None,
+        backend: str = "auto",
+        naming: str = "snake_case",
+        window_overwrite: bool = True,
+        window: Any = None,
+        conn_id: str | None = None,
+        spark_conf: dict[str, Any] | None = None,
+        submit_options: dict[str, Any] | None = None,
+        delta_jars: Any = None,
+        conf_overridable: Sequence[str] = (),
+        emit_asset: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        overridable = check_overridable(conf_overridable)
+        emit_asset = emit_asset and not is_templated([dataset, table_name])
+        if emit_asset:
+            outlets = list(kwargs.get("outlets") or [])
+            asset = table_asset(check_dataset(dataset), check_table_name(table_name), naming)
+            kwargs["outlets"] = outlets if asset in outlets else [*outlets, asset]
+        super().__init__(**kwargs)
+        self.conf_overridable = overridable
+        self.emit_asset = emit_asset
+        self.source = source
+        self.dataset = dataset
+        self.table_name = table_name
+        self.write_disposition = write_disposition
+        self.primary_key = primary_key
+        self.merge_key = merge_key
+        self.columns = columns
+        self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental
+        self.pipeline_name = pipeline_name
+        self.backend = backend
+        self.naming = naming
+        self.window_overwrite = window_overwrite
+        self.window = window
+        self.conn_id = conn_id
+        self.spark_conf = spark_conf
+        self.submit_options = submit_options
+        self.delta_jars = delta_jars
+        self._hook: DeltaMergeHook | None = None
+        self.check_arguments()
+
+    def check_arguments(self) -> None:
+        """Validate what is known before rendering, so a bad DAG fails when it is parsed."""
+        for name, check in {**ARGUMENT_CHECKS, "window": check_window}.items():
+            if not is_templated(getattr(self, name)):
+                check(getattr(self, name))
+        if self.window is not None and self.incremental is None:
+            raise ConfigError("window", "a window selects rows by the cursor column: set incremental too")
+        check_submit_options(self.submit_options)
+
+    def load_arguments(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """The rendered load arguments with dag_run.conf overrides applied."""
+        arguments = {
+            "source": self.source,
+            "dataset": self.dataset,
+            "table_name": self.table_name,
+            "write_disposition": self.write_disposition,
+            "primary_key": self.primary_key,
+            "merge_key": self.merge_key,
+            "columns": self.columns,
+            "incremental": self.incremental,
+            "pipeline_name": self.pipeline_name,
+            "backend": self.backend,
+            "naming": self.naming,
+            "window_overwrite": self.window_overwrite,
+        }
+        arguments.update({k: v for k, v in overrides.items() if k in arguments})
+        return arguments
+
+    @contextmanager
+    def failing_without_retry(self) -> Iterator[None]:
+        """A configuration error fails the task at once: a retry cannot mend it."""
+        try:
+            yield
+        except ConfigError as exc:
+            raise AirflowFailException(f"{self.task_id}: {exc}") from exc
+
+    def build_request(self, context: Context, window: Mapping[str, Any] | None = None) -> LoadRequest:
+        """The LoadRequest for this task instance (the explicit window wins over dag_run.conf's)."""
+        with self.failing_without_retry():
+            conf_window, overrides = split_conf(self._dag_run_conf(context), self.conf_overridable)
+            explicit = check_window(self.window) if window is None else window
+            return LoadRequest.create(
+                **self.load_arguments(overrides),
+                data_interval=data_interval_of(context),
+                run_context=run_context_of(context, self._timetable(), explicit or conf_window),
+            )
+
+    def load(self, request: LoadRequest) -> dict[str, Any]:
+        """Run one load with the hook and return its metrics."""
+        with self.failing_without_retry():
+            metrics = self.hook.run(request)
+        self.log.info("Load %s: %s", metrics.get("load_id"), metrics)
+        return metrics
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        metrics = self.load(self.build_request(context))
+        self.publish(context, metrics)
+        return metrics
+
+    def publish(self, context: Context, extra: dict[str, Any]) -> None:
+        """Put the metrics on the target table's asset event."""
+        if self.emit_asset:
+            context["outlet_events"][table_asset(self.dataset, self.table_name, self.naming)].extra = extra
+
+    @property
+    def hook(self) -> DeltaMergeHook:
+        if self._hook is None:
+            self._hook = DeltaMergeHook(
+                self.conn_id,
+                spark_conf=self.spark_conf,
+                submit_options=self.submit_options,
+                delta_jars=self.delta_jars,
+            )
+        return self._hook
+
+    def on_kill(self) -> None:
+        if self._hook is not None:
+            self._hook.kill()
+
+    @staticmethod
+    def _dag_run_conf(context: Context) -> dict[str, Any]:
+        dag_run = context.get("dag_run")
+        return dict(getattr(dag_run, "conf", None) or {})
+
+    def _timetable(self) -> Any:
+        return getattr(self.dag, "timetable", None) if self.has_dag() else None
+
+
+class DeltaScd2Operator(DeltaMergeOperator):
+    """Load a dimension with the scd2 merge strategy; its options are named arguments.
+
+    :param validity_column_names: ``[from, to]`` column names (default ``_dlt_valid_from/_to``).
+    :param active_record_timestamp: valid_to of active rows (default NULL).
+    :param boundary_timestamp: the validity boundary of this load (default: the load's time).
+    :param row_version_column_name: a column holding the row version (default: computed hash).
+    :param boundary_column: take the boundary from this column of the data instead.
+    :param active_column_name: also keep a boolean "is current" column.
+    :param merge_key: natural key or partition column limiting what absent rows retire.
+    Other arguments as :class:`DeltaMergeOperator` (``write_disposition`` is set by this operator).
+    """
+
+    def __init__(
+        self,
+        *,
+        validity_column_names: Sequence[str] | None = None,
+        active_record_timestamp: str | None = None,
+        boundary_timestamp: str | None = None,
+        row_version_column_name: str | None = None,
+        boundary_column: str | None = None,
+        active_column_name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if "write_disposition" in kwargs:
+            raise ConfigError("write_disposition", "DeltaScd2Operator sets it; pass the scd2 options instead")
+        options = {
+            "validity_column_names": list(validity_column_names) if validity_column_names else None,
+            "active_record_timestamp": active_record_timestamp,
+            "boundary_timestamp": boundary_timestamp,
+            "row_version_column_name": row_version_column_name,
+            "boundary_column": boundary_column,
+            "active_column_name": active_column_name,
+        }
+        disposition = {"disposition": "merge", "strategy": "scd2"}
+        disposition.update({k: v for k, v in options.items() if v is not None})
+        super().__init__(write_disposition=disposition, **kwargs)

@@ -1,0 +1,58 @@
+"""The Spark application spark-submit runs: one LoadRequest in, one load out.
+
+Usage (built by DeltaMergeHook, not typed by hand)::
+
+    spark-submit [options] .../airflow_provider_deltamerge/remote_job.py --request-file request.json
+
+It reads the request JSON, builds the SparkSession spark-submit configured, and calls run_load. The
+result is not printed for anyone to parse: the caller reads the load record (``_dlt_loads``) by the
+request's load id. A failure exits non-zero with the traceback on stderr. Never imports Airflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _drop_own_directory_from_path() -> None:
+    """spark-submit puts this file's folder first on sys.path; its modules must not shadow others."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="deltamerge-remote-job", description=__doc__.splitlines()[0])
+    parser.add_argument("--request-file", required=True, help="path of the LoadRequest JSON file")
+    return parser.parse_args(argv)
+
+
+def read_request_text(path: str) -> str:
+    """The request file at path, or (cluster deploy mode, shipped with --files) its name in the cwd."""
+    for candidate in (path, os.path.basename(path)):
+        if os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as handle:
+                return handle.read()
+    raise FileNotFoundError(f"request file {path!r} not found (also looked for {os.path.basename(path)!r})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_deltamerge.request import LoadRequest
+
+    args = parse_args(argv)
+    request = LoadRequest.from_json(read_request_text(args.request_file))
+    spark = SparkSession.builder.appName(f"deltamerge {request.table_name}").getOrCreate()
+    try:
+        info = request.run(spark)
+    finally:
+        spark.stop()
+    print(f"deltamerge: {request.describe()} done, table version {info.table_version}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    _drop_own_directory_from_path()
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""DeltaMergeHook for real, in each place a load can run: in process, spark-submit to local[2],
+spark-submit to a standalone master and worker, and a Spark Connect server (all on loopback, stopped
+afterwards). Each load is read back with deltalake and compared with its load record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_deltamerge.errors import ConfigError, JobFailedError
+from airflow_provider_deltamerge.hooks import DeltaMergeHook
+from airflow_provider_deltamerge.request import LoadRequest
+from airflow_provider_deltamerge.state import read_load, read_loads
+
+from .spark_servers import ROOT, connect_server, standalone_cluster
+
+pytestmark = pytest.mark.spark
+
+SECRET_CONF = "TOPSECRET-conf-value-42"
+CONN_PASSWORD = "conn-password-s3cr3t"
+SUBMIT_CONF = {"spark.ui.enabled": "false", "spark.hadoop.fs.s3a.secret.key": SECRET_CONF}
+
+
+def landing(folder: Path) -> str:
+    """A parquet file of six orders, two per day from 2024-01-01."""
+    rows = [
+        {
+            "order_id": n,
+            "status": "new",
+            "amount": 10.0 * n,
+            "updated_at": datetime(2024, 1, 1 + (n - 1) // 2, 12, tzinfo=timezone.utc),
+        }
+        for n in range(1, 7)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "orders.parquet")
+    return str(folder)
+
+
+def request_for(tmp_path: Path, **overrides) -> LoadRequest:
+    arguments = {
+        "source": {"format": "parquet", "path": landing(tmp_path / "landing")},
+        "dataset": str(tmp_path / "lake"),
+        "table_name": "Orders",
+        "write_disposition": "merge",
+        "primary_key": "order_id",
+        "pipeline_name": "shop",
+        "run_context": {"dag_id": "d", "task_id": "t", "run_id": "r", "try_number": 1, "run_type": "manual"},
+        **overrides,
+    }
+    return LoadRequest.create(**arguments)
+
+
+def assert_loaded(request: LoadRequest, metrics: dict, order_ids: list[int]) -> None:
+    rows = DeltaTable(f"{request.dataset}/orders").to_pyarrow_table().to_pylist()
+    assert sorted(r["order_id"] for r in rows) == order_ids
+    assert read_load(request.dataset, metrics["load_id"])["metrics"] == metrics
+    assert metrics["numTargetRowsInserted"] == len(order_ids)
+    assert metrics["table"] == "orders"
+
+
+@pytest.fixture
+def submit_env(monkeypatch):
+    """A spark-submit job's Python imports this source tree and the test sources."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def set_connection(monkeypatch, conn_id: str, **fields) -> None:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+
+
+def test_in_process_local_spark(tmp_path):
+    request = request_for(tmp_path)
+    metrics = DeltaMergeHook().run(request)
+    assert_loaded(request, metrics, [1, 2, 3, 4, 5, 6])
+
+
+def test_spark_submit_local_reads_metrics_from_the_load_record(tmp_path, monkeypatch, submit_env, capfd):
+    set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]", password=CONN_PASSWORD)
+    incremental = {"cursor_path": "updated_at"}
+    window = {"start": "2024-01-02T00:00:00Z", "end": "2024-01-03T00:00:00Z"}
+    request = request_for(
+        tmp_path, incremental=incremental, run_context={"run_id": "r", "run_type": "manual", "conf": window}
+    )
+    metrics = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF).run(request)
+    assert_loaded(request, metrics, [3, 4])
+    assert (metrics["window_start"], metrics["window_end"]) == (
+        "2024-01-02T00:00:00+00:00",
+        "2024-01-03T00:00:00+00:00",
+    )
+    output = "".join(capfd.readouterr())
+    assert "Spark-Submit cmd" in output and "remote_job.py --request-file" in output
+    assert SECRET_CONF not in output and CONN_PASSWORD not in output
+    assert not list(Path.cwd().glob("spark-warehouse"))
+
+
+def test_failed_job_raises_with_the_driver_log_tail(tmp_path, monkeypatch, submit_env):
+    set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
+    request = request_for(tmp_path, source={"callable": "tests.airflow.sources_for_tests:corrupt_landing"})
+    with pytest.raises(JobFailedError) as failure:
+        DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF).run(request)
+    assert "spark job for file://" in str(failure.value) and "Error code is: 1" in str(failure.value)
+    assert "ValueError: landing file orders-7.json is truncated" in failure.value.log_tail
+    assert SECRET_CONF not in str(failure.value)
+    assert read_loads(request.dataset) == []
+
+
+def test_spark_submit_to_a_standalone_cluster(tmp_path, monkeypatch, submit_env):
+    with standalone_cluster(tmp_path / "cluster") as master:
+        set_connection(monkeypatch, "spark_cluster", conn_type="spark", host=master)
+        request = request_for(tmp_path)
+        metrics = DeltaMergeHook(
+            "spark_cluster", spark_conf=SUBMIT_CONF, submit_options={"total_executor_cores": 1}
+        ).run(request)
+    assert_loaded(request, metrics, [1, 2, 3, 4, 5, 6])
+
+
+CONNECT_LOAD = """
+import sys
+from airflow_provider_deltamerge.hooks import DeltaMergeHook
+from airflow_provider_deltamerge.request import LoadRequest
+DeltaMergeHook("spark_remote").run(LoadRequest.from_json(sys.stdin.read()))
+"""
+
+
+def test_spark_connect_session_with_a_token(tmp_path, submit_env):
+    """In a fresh process, as an Airflow task runs: pyspark's Connect mode is process-wide."""
+    token = "connect-token-0123456789"
+    request = request_for(tmp_path)
+    with connect_server(tmp_path / "connect", token=token) as port:
+        connection = {"conn_type": "spark_connect", "host": "localhost", "port": port, "password": token}
+        env = {**os.environ, "AIRFLOW_CONN_SPARK_REMOTE": json.dumps(connection)}
+        job = subprocess.run(
+            [sys.executable, "-c", CONNECT_LOAD],
+            input=request.to_json(),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    output = job.stdout + job.stderr
+    assert job.returncode == 0, output[-3000:]
+    [load] = read_loads(request.dataset)
+    assert_loaded(request, load["metrics"], [1, 2, 3, 4, 5, 6])
+    assert f"Spark Connect server localhost:{port}" in output
+    assert token not in output
+
+
+def test_spark_connect_refused_beside_a_local_session(tmp_path, monkeypatch):
+    from airflow_provider_deltamerge.session import default_session
+
+    default_session()
+    set_connection(monkeypatch, "spark_remote", conn_type="spark_connect", host="localhost", port=1)
+    with pytest.raises(ConfigError, match="already runs a local SparkSession"):
+        DeltaMergeHook("spark_remote").run(request_for(tmp_path))
+
+
+def test_retry_after_a_job_killed_past_its_commit_reports_that_load(tmp_path, monkeypatch, submit_env):
+    """Attempt 1's job dies after its Delta commit, before its load record; attempt 2 (a retry of the
+    same task) finishes that load instead of applying the batch again, and the hook reports it."""
+    set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
+    run = {"dag_id": "d", "task_id": "t", "run_id": "r", "run_type": "manual"}
+    hook = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF)
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", "after_commit")
+    monkeypatch.setenv("DELTAMERGE_FAIL_MODE", "kill")
+    with pytest.raises(JobFailedError, match="Error code is: 137"):
+        hook.run(request_for(tmp_path, run_context={**run, "try_number": 1}))
+    assert read_loads(str(tmp_path / "lake")) == []
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+    retry = request_for(tmp_path, run_context={**run, "try_number": 2})
+    metrics = hook.run(retry)
+    [load] = read_loads(retry.dataset)
+    assert load["try_number"] == 1 and metrics == load["metrics"]
+    assert_loaded(retry, metrics, [1, 2, 3, 4, 5, 6])

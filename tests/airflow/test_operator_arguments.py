@@ -1,0 +1,228 @@
+"""Operators without Spark: errors at DAG parse, templating, Airflow context -> LoadRequest, the
+schedule period of zero-width runs, and the dag_run.conf safety rules."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+
+import pytest
+from airflow.sdk import (
+    DAG,
+    Asset,
+    CronDataIntervalTimetable,
+    CronTriggerTimetable,
+    DeltaTriggerTimetable,
+    MultipleCronTriggerTimetable,
+)
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.operators import DeltaBackfillOperator, DeltaMergeOperator, DeltaScd2Operator
+from airflow_provider_deltamerge.operators.backfill import backfill_range
+from airflow_provider_deltamerge.operators.context import schedule_period_start, split_conf
+
+UTC = timezone.utc
+BASE = {
+    "source": {"format": "parquet", "path": "/landing/flights"},
+    "dataset": "/lake/demo",
+    "table_name": "flights",
+}
+
+
+def merge_op(**overrides):
+    return DeltaMergeOperator(task_id="load", **{**BASE, **overrides})
+
+
+def context(conf=None, start=None, end=None, run_type="scheduled", try_number=1, map_index=-1):
+    ti = SimpleNamespace(dag_id="d", task_id="load", run_id="r1", try_number=try_number, map_index=map_index)
+    dag_run = SimpleNamespace(run_type=SimpleNamespace(value=run_type), conf=conf or {})
+    return {
+        "ti": ti,
+        "dag_run": dag_run,
+        "data_interval_start": start,
+        "data_interval_end": end,
+        "logical_date": end,
+        "params": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "argument"),
+    [
+        ({"write_disposition": "upsert"}, "write_disposition"),
+        ({"write_disposition": {"disposition": "merge", "strategy": "sdc2"}}, "write_disposition.strategy"),
+        ({"dataset": "lake/relative"}, "dataset"),
+        ({"source": {"format": "parquet", "paht": "/x"}}, "source"),
+        ({"source": {"callable": "not a callable"}}, "source.callable"),
+        ({"columns": {"deleted": {"hard_delete": "yes"}}}, "columns['deleted'].hard_delete"),
+        ({"conf_overridable": ["source"]}, "conf_overridable"),
+        ({"submit_options": {"application": "x.py"}}, "submit_options"),
+        ({"window": ["2024-01-01"]}, "window"),
+        ({"window": ["2024-01-01", "2024-01-02"]}, "window"),
+        ({"incremental": {"cursor_path": "t", "range_start": "half"}}, "range_start"),
+        ({"backend": "duckdb"}, "backend"),
+        ({"primary_key": ["id", "id"]}, "primary_key"),
+    ],
+)
+def test_bad_arguments_fail_at_parse_naming_the_argument(overrides, argument):
+    with pytest.raises(ConfigError) as error:
+        merge_op(**overrides)
+    assert error.value.argument == argument
+
+
+def test_scd2_and_backfill_operators_check_their_own_arguments():
+    with pytest.raises(ConfigError, match="write_disposition"):
+        DeltaScd2Operator(task_id="dim", write_disposition="merge", **BASE)
+    with pytest.raises(ConfigError, match="validity_column_names"):
+        DeltaScd2Operator(task_id="dim", validity_column_names=["a", "a"], **BASE)
+    with pytest.raises(ConfigError, match="incremental"):
+        DeltaBackfillOperator(task_id="bf", start="2024-01-01", end="2024-02-01", **BASE)
+    incremental = {"cursor_path": "time_hour"}
+    with pytest.raises(ConfigError, match="every"):
+        DeltaBackfillOperator(task_id="bf", every="fortnightly", incremental=incremental, **BASE)
+    with pytest.raises(ConfigError, match="end"):
+        DeltaBackfillOperator(
+            task_id="bf", start="2024-02-01", end="2024-01-01", incremental=incremental, **BASE
+        )
+
+
+def test_scd2_options_become_the_write_disposition():
+    op = DeltaScd2Operator(
+        task_id="dim", validity_column_names=["valid_from", "valid_to"], boundary_column="updated_at", **BASE
+    )
+    assert op.write_disposition == {
+        "disposition": "merge",
+        "strategy": "scd2",
+        "validity_column_names": ["valid_from", "valid_to"],
+        "boundary_column": "updated_at",
+    }
+
+
+def test_target_is_declared_as_outlet_asset():
+    op = merge_op(table_name="FlightLegs")
+    assert op.outlets == [Asset(uri="file:///lake/demo/flight_legs")]
+    assert merge_op(dataset="s3://bucket/lake").outlets == [Asset(uri="s3://bucket/lake/flights")]
+    assert merge_op(dataset="{{ var.value.lake }}").outlets == []
+
+
+def test_templated_arguments_are_rendered_then_validated():
+    op = merge_op(
+        source={"format": "parquet", "path": "/landing/{{ ds }}"},
+        write_disposition="{{ params.disposition }}",
+    )
+    ctx = {
+        **context(start=datetime(2024, 1, 1, tzinfo=UTC), end=datetime(2024, 1, 8, tzinfo=UTC)),
+        "ds": "2024-01-08",
+        "params": {"disposition": "upsert"},
+    }
+    op.render_template_fields(ctx)
+    assert op.source["path"] == "/landing/2024-01-08"
+    with pytest.raises(AirflowFailException, match="load: write_disposition: 'upsert' is not valid"):
+        op.build_request(ctx)
+
+
+def test_request_carries_interval_run_and_conf_window():
+    op = merge_op(write_disposition="merge", primary_key="id", conf_overridable=["write_disposition"])
+    start, end = datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 8, tzinfo=UTC)
+    conf = {"start": "2024-01-03T00:00:00Z", "write_disposition": "append", "notify": "ops"}
+    request = op.build_request(context(conf=conf, start=start, end=end, run_type="manual", try_number=2))
+    assert request.data_interval == (start.isoformat(), end.isoformat())
+    assert request.write_disposition == {"disposition": "append"}
+    assert request.run_context == {
+        "dag_id": "d",
+        "task_id": "load",
+        "run_id": "r1",
+        "try_number": 2,
+        "map_index": None,
+        "run_type": "manual",
+        "logical_date": end.isoformat(),
+        "period_start": None,
+        "conf": {"start": "2024-01-03T00:00:00Z"},
+    }
+
+
+def test_explicit_window_wins_over_conf_window():
+    op = merge_op(window=("2024-02-01", datetime(2024, 2, 8, tzinfo=UTC)), incremental={"cursor_path": "t"})
+    request = op.build_request(context(conf={"start": "2023-01-01"}))
+    assert request.run_context["conf"] == {"start": "2024-02-01", "end": "2024-02-08T00:00:00+00:00"}
+
+
+@pytest.mark.parametrize(
+    "key", ["source", "dataset", "table_name", "callable", "sql", "pipeline_name", "conn_id"]
+)
+def test_conf_can_never_name_code_or_target(key):
+    op = merge_op(conf_overridable=list(("write_disposition", "primary_key")))
+    with pytest.raises(AirflowFailException, match=rf"dag_run.conf\['{key}'\]: this task does not let"):
+        op.build_request(context(conf={key: "elsewhere"}))
+
+
+def test_conf_override_not_listed_is_refused_with_a_hint():
+    with pytest.raises(ConfigError, match="conf_overridable"):
+        split_conf({"write_disposition": "replace"}, overridable=())
+    assert split_conf({"start": "2024-01-01", "end": None, "other_task_option": 1}, ()) == (
+        {"start": "2024-01-01"},
+        {},
+    )
+
+
+def test_conf_window_bound_must_be_a_timestamp():
+    with pytest.raises(ConfigError, match=r"dag_run.conf\['start'\]"):
+        split_conf({"start": {"$gt": 1}}, ())
+
+
+WEEK_END = datetime(2024, 1, 14, tzinfo=UTC)  # a Sunday, midnight UTC
+
+
+BERLIN_SUNDAY = datetime(2024, 1, 13, 23, tzinfo=UTC)  # Sunday midnight in Berlin
+
+
+@pytest.mark.parametrize(
+    ("timetable", "at", "expected"),
+    [
+        (CronTriggerTimetable("@weekly", timezone="UTC"), WEEK_END, datetime(2024, 1, 7, tzinfo=UTC)),
+        (
+            CronTriggerTimetable("0 0 * * 0", timezone="Europe/Berlin"),
+            BERLIN_SUNDAY,
+            BERLIN_SUNDAY - timedelta(7),
+        ),
+        (DeltaTriggerTimetable(timedelta(days=7)), WEEK_END, datetime(2024, 1, 7, tzinfo=UTC)),
+        (CronDataIntervalTimetable("@daily", timezone="UTC"), WEEK_END, datetime(2024, 1, 13, tzinfo=UTC)),
+        (
+            MultipleCronTriggerTimetable("0 0 * * 0", "0 0 * * 3", timezone="UTC"),
+            WEEK_END,
+            datetime(2024, 1, 10, tzinfo=UTC),
+        ),
+    ],
+)
+def test_schedule_period_start_comes_from_the_timetable(timetable, at, expected):
+    assert schedule_period_start(timetable, at) == expected
+
+
+def test_zero_width_run_gets_period_start_real_interval_does_not():
+    with DAG("weekly", schedule="@weekly", start_date=datetime(2024, 1, 1, tzinfo=UTC)):
+        op = merge_op()
+    zero = op.build_request(context(start=WEEK_END, end=WEEK_END, run_type="backfill"))
+    assert zero.run_context["period_start"] == "2024-01-07T00:00:00+00:00"
+    real = op.build_request(context(start=datetime(2024, 1, 7, tzinfo=UTC), end=WEEK_END))
+    assert real.run_context["period_start"] is None
+
+
+def test_backfill_range_conf_may_only_narrow():
+    assert backfill_range(None, None, {"start": "2024-01-01", "end": "2024-02-01"}) == (
+        "2024-01-01",
+        "2024-02-01",
+    )
+    assert backfill_range("2024-01-01", "2024-03-01", {"start": "2024-02-01"}) == ("2024-02-01", "2024-03-01")
+    with pytest.raises(ConfigError, match=r"dag_run.conf\['end'\].*widens"):
+        backfill_range("2024-01-01", "2024-03-01", {"end": "2024-04-01"})
+    with pytest.raises(ConfigError, match="needs a start and an end"):
+        backfill_range(None, "2024-03-01", {})
+
+
+def test_backfill_plan_is_chunked_from_conf():
+    op = DeltaBackfillOperator(task_id="bf", incremental={"cursor_path": "time_hour"}, every="7 days", **BASE)
+    windows = op.plan(context(conf={"start": "2013-01-01", "end": "2013-01-20"}, run_type="manual"))
+    assert [(a.day, b.day) for a, b in windows] == [(1, 8), (8, 15), (15, 20)]
+    with pytest.raises(AirflowFailException, match="bf: start"):
+        op.plan(context(run_type="manual"))
