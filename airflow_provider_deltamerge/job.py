@@ -46,8 +46,10 @@ class LoadInfo:
 
 
 @dataclass(frozen=True)
-class LoadRequest:
-    """A validated load, everything but the data."""
+class ResolvedLoad:
+    """A validated load, everything but the data, with names already in the naming convention.
+
+    (request.LoadRequest is the JSON form an operator ships to a job; this is what the job resolves.)"""
 
     dataset: str
     table_name: str  # as stored (after naming)
@@ -97,7 +99,7 @@ def build_request(
     incremental: Incremental | dict | None = None,
     data_interval: tuple | None = None,
     window_overwrite: bool = True,
-) -> LoadRequest:
+) -> ResolvedLoad:
     """Validate every argument up front; nothing is read or written before this passes."""
     from .errors import ConfigError
 
@@ -113,7 +115,7 @@ def build_request(
 
     disposition = validate_disposition(disposition, hints, normalize)
 
-    return LoadRequest(
+    return ResolvedLoad(
         dataset=dataset.rstrip("/") or dataset,
         table_name=normalize(table_name),
         disposition=disposition,
@@ -142,7 +144,7 @@ def run_load(data, *, spark=None, **arguments) -> LoadInfo:
     return execute(spark, request, data)
 
 
-def execute(spark, request: LoadRequest, data) -> LoadInfo:
+def execute(spark, request: ResolvedLoad, data) -> LoadInfo:
     writer = select_writer(request.backend, spark)
     finished = _finish_interrupted_attempt(request, record_unrecorded_loads(request, writer))
     finished = finished or _already_loaded(request)
@@ -181,7 +183,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
 class _StagedLoad:
     """A load between staging and its commit: what stays the same if the commit has to be planned again."""
 
-    request: LoadRequest
+    request: ResolvedLoad
     load_id: str
     staged: object  # staging.StagedBatch
     window: object  # window.Window or None
@@ -241,10 +243,10 @@ def _plan_and_commit(spark, writer, snapshot, load: _StagedLoad) -> LoadInfo:
     return LoadInfo(load_id, request.table_path, request.table_name, result.version, metrics, window)
 
 
-def _finish_interrupted_attempt(request: LoadRequest, recovered: list[state.LoadRecord]) -> LoadInfo | None:
+def _finish_interrupted_attempt(request: ResolvedLoad, recovered: list[state.LoadRecord]) -> LoadInfo | None:
     """A retry of an Airflow task whose earlier attempt committed but stopped before its load record:
     that load was just recorded from the commit, so this attempt returns it instead of loading again."""
-    identity = ("dag_id", "task_id", "run_id", "map_index")
+    identity = ("dag_id", "task_id", "run_id", "map_index", "conf")  # conf: a backfill chunk's window
     ours = request.run_context.to_dict()
     if ours.get("run_id") is None:
         return None
@@ -257,7 +259,7 @@ def _finish_interrupted_attempt(request: LoadRequest, recovered: list[state.Load
     return None
 
 
-def _already_loaded(request: LoadRequest) -> LoadInfo | None:
+def _already_loaded(request: ResolvedLoad) -> LoadInfo | None:
     """A request that names its load id and was loaded before returns that load: submissions are idempotent."""
     if request.load_id is None:
         return None
@@ -269,7 +271,7 @@ def _already_loaded(request: LoadRequest) -> LoadInfo | None:
     return LoadInfo(request.load_id, request.table_path, request.table_name, row["table_version"], row["metrics"], window)
 
 
-def _open_window(request: LoadRequest, snapshot):
+def _open_window(request: ResolvedLoad, snapshot):
     """The window of an incremental load, before the data is read (a callable source gets it)."""
     if request.incremental is None:
         return None
@@ -280,7 +282,7 @@ def _open_window(request: LoadRequest, snapshot):
     return open_window(request.incremental, cursor_type, request.data_interval, request.run_context, stored)
 
 
-def _filter_to_window(batch, request: LoadRequest, opened):
+def _filter_to_window(batch, request: ResolvedLoad, opened):
     """The batch cut to the window (a sloppy source cannot load rows outside it) and the table's new state."""
     if opened is None:
         return batch, None, None
@@ -299,7 +301,7 @@ def _filter_to_window(batch, request: LoadRequest, opened):
     return filtered, opened, next_state(opened.stored_state, request.incremental, opened.window, result)
 
 
-def _replace_where(request: LoadRequest, window):
+def _replace_where(request: ResolvedLoad, window):
     """An append of a window replaces the rows the window already holds, so re-runs are safe."""
     if window is None or window.stateful or request.disposition.disposition != "append":
         return None
@@ -315,12 +317,12 @@ def _record_empty_window(plan: MergePlan, window) -> MergePlan:
     return MergePlan(Operation.WRITE, reason="window without rows: an empty commit records it")
 
 
-def _newest_load_id(request: LoadRequest) -> str | None:
+def _newest_load_id(request: ResolvedLoad) -> str | None:
     loads = state.read_loads(request.dataset)
     return loads[-1]["load_id"] if loads else None
 
 
-def _extract(spark, data, request: LoadRequest, window):
+def _extract(spark, data, request: ResolvedLoad, window):
     from . import prepare
 
     if callable(data) and not hasattr(data, "sparkSession"):
@@ -329,7 +331,7 @@ def _extract(spark, data, request: LoadRequest, window):
     return prepare.rename_columns(df, naming_convention(request.naming))
 
 
-def _plan(staged, request: LoadRequest, snapshot, load_id: str, replace_where=None):
+def _plan(staged, request: ResolvedLoad, snapshot, load_id: str, replace_where=None):
     """The staged batch aligned to the table as it is now, and the plan of its commit."""
     from .schema import align_to_table
 
@@ -357,7 +359,7 @@ def _shape(spark, writer, snapshot, staged_df, plan: MergePlan):
     return shape_source(staged_df, plan, target_keys)
 
 
-def _commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, window) -> dict[str, Any]:
+def _commit_metadata(request: ResolvedLoad, load_id: str, base_metrics: dict, window) -> dict[str, Any]:
     return {
         "load_id": load_id,
         "pipeline": request.pipeline_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 
 from .errors import ConfigError
 
@@ -21,6 +22,11 @@ LOCAL_SESSION_CONF = {
 }
 
 
+def python_conf() -> dict[str, str]:
+    """Spark's Python workers run this interpreter, not whichever `python3` is first on PATH."""
+    return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+
+
 def require_java() -> None:
     if shutil.which("java") is None:
         raise ConfigError(
@@ -33,7 +39,8 @@ def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None
     from .delta_config import merge_spark_conf, parse_delta_jars
 
     jars = parse_delta_jars(delta_jars)
-    return merge_spark_conf({**LOCAL_SESSION_CONF, **(extra_conf or {})}, jars.spark_conf() if jars else {})
+    ours = {**LOCAL_SESSION_CONF, **python_conf(), **(extra_conf or {})}
+    return merge_spark_conf(ours, jars.spark_conf() if jars else {})
 
 
 def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None = None, delta_jars=None):
