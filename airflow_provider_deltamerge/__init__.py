@@ -13,6 +13,7 @@ from .errors import (
     SchemaError,
     SourceError,
 )
+
 __version__ = "0.1.0"
 
 # Loaded on first use, so that importing the package (as DAG files and Airflow's provider discovery
@@ -31,6 +32,7 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ConfigError",

@@ -87,7 +87,9 @@ def parse_delta_jars(value: Any, argument: str = "delta_jars") -> DeltaJars | No
     elif isinstance(value, (list, tuple)):
         value = {"jars": list(value)}
     if not isinstance(value, Mapping):
-        raise ConfigError(argument, f"{value!r} must be a jar path, a list of them, or a dict of {OPTION_KEYS}")
+        raise ConfigError(
+            argument, f"{value!r} must be a jar path, a list of them, or a dict of {OPTION_KEYS}"
+        )
     unknown = sorted(set(value) - set(OPTION_KEYS))
     if unknown:
         raise ConfigError(argument, f"unknown key(s) {unknown}; valid: {', '.join(OPTION_KEYS)}")

@@ -42,7 +42,9 @@ class NullKeyError(SourceError):
 
 
 class DuplicateKeyError(SourceError):
-    def __init__(self, key_columns: tuple[str, ...], strategy: str, examples: list[tuple], duplicate_keys: int):
+    def __init__(
+        self, key_columns: tuple[str, ...], strategy: str, examples: list[tuple], duplicate_keys: int
+    ):
         self.key_columns, self.strategy = key_columns, strategy
         self.examples, self.duplicate_keys = examples, duplicate_keys
         shown = ", ".join(repr(e[0] if len(e) == 1 else e) for e in examples)
@@ -77,4 +79,6 @@ class JobFailedError(DeltaMergeError):
 
     def __init__(self, message: str, log_tail: str = ""):
         self.log_tail = log_tail
-        super().__init__(message + (f"\n--- last lines of the driver log ---\n{log_tail}" if log_tail else ""))
+        super().__init__(
+            message + (f"\n--- last lines of the driver log ---\n{log_tail}" if log_tail else "")
+        )

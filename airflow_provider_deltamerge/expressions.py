@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Protocol, Union
+from typing import Protocol
 
 SOURCE = "s"
 TARGET = "t"
@@ -47,7 +47,7 @@ class And:
     operands: tuple[Expr, ...]
 
 
-Expr = Union[Col, Lit, Cmp, IsNull, Not, And]
+Expr = Col | Lit | Cmp | IsNull | Not | And
 
 
 def eq(left: Expr, right: Expr) -> Cmp:
@@ -67,7 +67,9 @@ def all_of(*operands: Expr) -> Expr:
 
 def keys_equal(target_columns: tuple[str, ...], source_columns: tuple[str, ...]) -> Expr:
     """t.a = s.a AND t.b = s.b ...: compound keys compare column by column."""
-    return all_of(*(eq(Col(t, TARGET), Col(s, SOURCE)) for t, s in zip(target_columns, source_columns)))
+    return all_of(
+        *(eq(Col(t, TARGET), Col(s, SOURCE)) for t, s in zip(target_columns, source_columns, strict=True))
+    )
 
 
 class Dialect(Protocol):

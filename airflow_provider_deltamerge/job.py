@@ -12,15 +12,21 @@ from datetime import datetime
 from typing import Any
 
 from . import state
-from .incremental import Incremental
 from .errors import ConflictError
 from .faults import reached
+from .incremental import Incremental
 from .locking import creation_lock
 from .naming import naming_convention
 from .planning import MergePlan, Operation, plan_load
 from .recovery import record_unrecorded_loads
 from .specs import RunContext, TableHints, WriteDisposition, parse_columns, resolve_hints
-from .windowing import open_window, parse_incremental, parse_interval, provisional_cursor_type, replace_predicate
+from .windowing import (
+    open_window,
+    parse_incremental,
+    parse_interval,
+    provisional_cursor_type,
+    replace_predicate,
+)
 from .writers import select_writer
 from .writers.base import CommitRequest
 
@@ -173,8 +179,13 @@ def execute(spark, request: ResolvedLoad, data) -> LoadInfo:
             if attempt == COMMIT_ATTEMPTS:
                 raise
             attempt += 1
-            log.warning("load %s: %s; planning again on the new version (attempt %d of %d)",
-                        load_id, conflict, attempt, COMMIT_ATTEMPTS)
+            log.warning(
+                "load %s: %s; planning again on the new version (attempt %d of %d)",
+                load_id,
+                conflict,
+                attempt,
+                COMMIT_ATTEMPTS,
+            )
             time.sleep(0.2 * attempt)
             snapshot = writer.snapshot(spark, request.table_path)
 
@@ -235,8 +246,14 @@ def _plan_and_commit(spark, writer, snapshot, load: _StagedLoad) -> LoadInfo:
         "window_end": (window or {}).get("end"),
     }
     record = state.LoadRecord(
-        load_id, request.pipeline_name, request.table_name, result.version, metrics, window,
-        request.run_context.to_dict(), load.new_state,
+        load_id,
+        request.pipeline_name,
+        request.table_name,
+        result.version,
+        metrics,
+        window,
+        request.run_context.to_dict(),
+        load.new_state,
     )
     state.record_load(request.dataset, record)
     log.info("load %s committed version %s of %s: %s", load_id, result.version, request.table_path, metrics)
@@ -252,23 +269,41 @@ def _finish_interrupted_attempt(request: ResolvedLoad, recovered: list[state.Loa
         return None
     for record in reversed(recovered):
         if all(record.run.get(k) == ours.get(k) for k in identity):
-            log.warning("attempt %s of run %s finishes load %s, which an earlier attempt committed",
-                        ours.get("try_number"), ours.get("run_id"), record.load_id)
-            return LoadInfo(record.load_id, request.table_path, request.table_name, record.table_version,
-                            record.metrics, record.window)
+            log.warning(
+                "attempt %s of run %s finishes load %s, which an earlier attempt committed",
+                ours.get("try_number"),
+                ours.get("run_id"),
+                record.load_id,
+            )
+            return LoadInfo(
+                record.load_id,
+                request.table_path,
+                request.table_name,
+                record.table_version,
+                record.metrics,
+                record.window,
+            )
     return None
 
 
 def _already_loaded(request: ResolvedLoad) -> LoadInfo | None:
-    """A request that names its load id and was loaded before returns that load: submissions are idempotent."""
+    """A request naming a load id that was loaded before returns that load: submissions are idempotent."""
     if request.load_id is None:
         return None
     row = state.read_load(request.dataset, request.load_id)
     if row is None:
         return None
-    log.warning("load %s was already loaded into %s; nothing is applied again", request.load_id, request.table_path)
-    window = {"start": row["window_start"], "end": row["window_end"]} if row["window_start"] or row["window_end"] else None
-    return LoadInfo(request.load_id, request.table_path, request.table_name, row["table_version"], row["metrics"], window)
+    log.warning(
+        "load %s was already loaded into %s; nothing is applied again", request.load_id, request.table_path
+    )
+    window = (
+        {"start": row["window_start"], "end": row["window_end"]}
+        if row["window_start"] or row["window_end"]
+        else None
+    )
+    return LoadInfo(
+        request.load_id, request.table_path, request.table_name, row["table_version"], row["metrics"], window
+    )
 
 
 def _open_window(request: ResolvedLoad, snapshot):
@@ -278,7 +313,9 @@ def _open_window(request: ResolvedLoad, snapshot):
     stored = None
     if request.disposition.disposition != "replace":  # replace starts from initial_value every time
         stored = state.latest_state(request.dataset, request.pipeline_name, request.table_name)
-    cursor_type = provisional_cursor_type(request.incremental, snapshot.schema if snapshot is not None else None)
+    cursor_type = provisional_cursor_type(
+        request.incremental, snapshot.schema if snapshot is not None else None
+    )
     return open_window(request.incremental, cursor_type, request.data_interval, request.run_context, stored)
 
 
@@ -292,12 +329,19 @@ def _filter_to_window(batch, request: ResolvedLoad, opened):
         cursor_type_of(batch, request.incremental.cursor_path), request.data_interval, request.run_context
     )
     filtered, result = apply_cursor(
-        batch, request.incremental, opened.window, opened.stored_state,
+        batch,
+        request.incremental,
+        opened.window,
+        opened.stored_state,
         table_primary_key=request.hints.primary_key,
         whole_row_dedup=request.disposition.disposition == "merge",
     )
-    log.info("cursor %s: %s rows read, %s in the window", request.incremental.cursor_path, result.rows_before,
-             result.rows_after)
+    log.info(
+        "cursor %s: %s rows read, %s in the window",
+        request.incremental.cursor_path,
+        result.rows_before,
+        result.rows_after,
+    )
     return filtered, opened, next_state(opened.stored_state, request.incremental, opened.window, result)
 
 
@@ -355,7 +399,9 @@ def _plan(staged, request: ResolvedLoad, snapshot, load_id: str, replace_where=N
 def _shape(spark, writer, snapshot, staged_df, plan: MergePlan):
     from .shaping import shape_source
 
-    target_keys = writer.read_columns(spark, snapshot, list(plan.delete_keys)) if plan.needs_target_read else None
+    target_keys = (
+        writer.read_columns(spark, snapshot, list(plan.delete_keys)) if plan.needs_target_read else None
+    )
     return shape_source(staged_df, plan, target_keys)
 
 

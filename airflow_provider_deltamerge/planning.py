@@ -84,7 +84,9 @@ def plan_load(
         return MergePlan(Operation.OVERWRITE, reason="replace: the table holds exactly this batch")
     if disposition.disposition == "append" and replace_where is not None and table_exists:
         return MergePlan(
-            Operation.OVERWRITE, replace_where=replace_where, reason="append of a window: replace the window's rows"
+            Operation.OVERWRITE,
+            replace_where=replace_where,
+            reason="append of a window: replace the window's rows",
         )
     if batch_empty:
         return MergePlan(Operation.NOTHING, reason=f"{disposition.label} of an empty batch changes nothing")
@@ -133,7 +135,9 @@ def _plan_delete_insert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
     if hints.primary_key and hints.merge_key:
         shape = SourceShape.TARGET_KEYS_AND_ROWS
         keys = hints.primary_key + tuple(c for c in hints.merge_key if c not in hints.primary_key)
-        reason = "delete-insert: delete target rows matching the primary key or the merge key, insert survivors"
+        reason = (
+            "delete-insert: delete target rows matching the primary key or the merge key, insert survivors"
+        )
     else:
         shape, keys = SourceShape.DELETE_KEYS_AND_ROWS, hints.primary_key or hints.merge_key
         kind = "primary key" if hints.primary_key else "merge key"

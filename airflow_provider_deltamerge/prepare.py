@@ -55,7 +55,9 @@ def check_key_columns(df: DataFrame, keys: dict[str, tuple[str, ...]]) -> int:
     """
     checked = [(hint, c) for hint, columns in keys.items() for c in columns if c in df.columns]
     aggregates = [F.count(F.lit(1)).alias("rows")]
-    aggregates += [F.sum(F.col(c).isNull().cast("long")).alias(f"null_{i}") for i, (_, c) in enumerate(checked)]
+    aggregates += [
+        F.sum(F.col(c).isNull().cast("long")).alias(f"null_{i}") for i, (_, c) in enumerate(checked)
+    ]
     counts = df.agg(*aggregates).first()
     rows = int(counts["rows"])
     for hint, columns in keys.items():
@@ -68,8 +70,10 @@ def check_key_columns(df: DataFrame, keys: dict[str, tuple[str, ...]]) -> int:
     return rows
 
 
-def keep_one_row_per_key(df: DataFrame, primary_key: tuple[str, ...], dedup_sort: tuple[str, str] | None) -> DataFrame:
-    """One survivor per primary key: highest/lowest dedup_sort value, ties and no sort -> first in input order."""
+def keep_one_row_per_key(
+    df: DataFrame, primary_key: tuple[str, ...], dedup_sort: tuple[str, str] | None
+) -> DataFrame:
+    """One survivor per primary key: highest/lowest dedup_sort value; ties (or no sort): first in input."""
     order = [F.col(INPUT_ORDER).asc()]
     if dedup_sort is not None:
         column, direction = dedup_sort
@@ -80,7 +84,7 @@ def keep_one_row_per_key(df: DataFrame, primary_key: tuple[str, ...], dedup_sort
 
 
 def flag_hard_deletes(df: DataFrame, column: str) -> DataFrame:
-    """Add the non-null __hd flag: a bool column deletes on True only, any other type on any non-null value."""
+    """Add the non-null __hd flag: a bool column deletes on True only, other types on any non-null value."""
     if column not in df.columns:
         log.warning("hard_delete column %r is not in the batch; no row is a delete", column)
         return df.withColumn(HARD_DELETE_FLAG, F.lit(False))
@@ -115,7 +119,9 @@ def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, .
     if primary_key_id:
         key_json = F.to_json(F.struct(*(F.col(c) for c in primary_key_id)))
         return df.withColumn(ROW_ID, _short_hash(key_json))
-    return df.withColumn(ROW_ID, _short_hash(F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string"))))
+    return df.withColumn(
+        ROW_ID, _short_hash(F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string")))
+    )
 
 
 def materialize(df: DataFrame) -> DataFrame:

@@ -24,7 +24,9 @@ def record_unrecorded_loads(request, writer) -> list[state.LoadRecord]:
     ]
     if not commits:
         return []
-    recorded = {r["load_id"] for r in state.read_loads(request.dataset, request.pipeline_name, request.table_name)}
+    recorded = {
+        r["load_id"] for r in state.read_loads(request.dataset, request.pipeline_name, request.table_name)
+    }
     completed = []
     for commit in sorted(commits, key=lambda c: c.version):
         load_id = commit.metadata["load_id"]

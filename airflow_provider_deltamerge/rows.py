@@ -16,7 +16,9 @@ def rows_to_arrow(rows: list[dict]) -> pa.Table:
     columns: dict[str, None] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise SourceError(f"row {i} is a {type(row).__name__}, not a dict; pass a list of dicts or a DataFrame")
+            raise SourceError(
+                f"row {i} is a {type(row).__name__}, not a dict; pass a list of dicts or a DataFrame"
+            )
         columns.update(dict.fromkeys(row))
     arrays = {}
     for name in columns:
@@ -24,7 +26,9 @@ def rows_to_arrow(rows: list[dict]) -> pa.Table:
         try:
             array = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise SourceError(f"column {name!r} mixes value types that cannot share one column: {exc}") from exc
+            raise SourceError(
+                f"column {name!r} mixes value types that cannot share one column: {exc}"
+            ) from exc
         arrays[name] = _utc_if_naive(array)
     return pa.table(arrays) if arrays else pa.table({})
 

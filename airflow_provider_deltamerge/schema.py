@@ -49,7 +49,9 @@ def _without_nullability(data_type: T.DataType):
     return data_type.simpleString()
 
 
-def align_to_table(df: DataFrame, table_schema: T.StructType | None, table: str, keep: tuple[str, ...] = ()) -> DataFrame:
+def align_to_table(
+    df: DataFrame, table_schema: T.StructType | None, table: str, keep: tuple[str, ...] = ()
+) -> DataFrame:
     """The batch with the table's columns and types first, then its new columns.
 
     Columns the batch lacks become typed nulls (a whole-row replacement stores NULL there); columns only

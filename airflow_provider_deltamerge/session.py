@@ -30,7 +30,9 @@ def python_conf() -> dict[str, str]:
 def require_java() -> None:
     if shutil.which("java") is None:
         raise ConfigError(
-            "spark", "no `java` on PATH; Spark needs Java 17. Install it (e.g. apt-get install openjdk-17-jre-headless)"
+            "spark",
+            "no `java` on PATH; Spark needs Java 17. Install it "
+            "(e.g. apt-get install openjdk-17-jre-headless)",
         )
 
 

@@ -28,9 +28,10 @@ def shape_source(staged: DataFrame, plan: MergePlan, target_keys: DataFrame | No
         keys = target_rows_to_delete(staged, target_keys, plan)
     helpers = key_helpers(plan.delete_keys)
     delete_rows = keys.select(
-        *(F.col(c).alias(h) for c, h in zip(plan.delete_keys, helpers)), F.lit("delete").alias(ACTION)
+        *(F.col(c).alias(h) for c, h in zip(plan.delete_keys, helpers, strict=True)),
+        F.lit("delete").alias(ACTION),
     )
-    for helper, column in zip(helpers, plan.delete_keys):
+    for helper, column in zip(helpers, plan.delete_keys, strict=True):
         rows = rows.withColumn(helper, F.lit(None).cast(staged.schema[column].dataType))
     return rows.unionByName(delete_rows, allowMissingColumns=True)
 
@@ -48,7 +49,8 @@ def target_rows_to_delete(staged: DataFrame, target_keys: DataFrame, plan: Merge
     Joining the MERGE on these exact tuples keeps it an equi-join; an OR join runs as a nested loop.
     """
     matches = [
-        target_keys.join(staged.select(*key).distinct(), on=list(key), how="left_semi") for key in plan.match_any_of
+        target_keys.join(staged.select(*key).distinct(), on=list(key), how="left_semi")
+        for key in plan.match_any_of
     ]
     union = matches[0]
     for more in matches[1:]:

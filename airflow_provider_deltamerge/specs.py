@@ -102,11 +102,14 @@ class WriteDisposition:
         strategy = options.pop("strategy", None)
         deduplicated = options.pop("deduplicated", False)
         if not isinstance(deduplicated, bool):
-            raise ConfigError("write_disposition", f"deduplicated must be true or false, got {deduplicated!r}")
+            raise ConfigError(
+                "write_disposition", f"deduplicated must be true or false, got {deduplicated!r}"
+            )
         if disposition != "merge":
             if strategy is not None or options or deduplicated:
                 raise ConfigError(
-                    "write_disposition", f"strategy and its options apply only to 'merge', not {disposition!r}"
+                    "write_disposition",
+                    f"strategy and its options apply only to 'merge', not {disposition!r}",
                 )
             return cls(disposition)
         strategy = choice("write_disposition.strategy", strategy or "delete-insert", MERGE_STRATEGIES)
@@ -150,7 +153,9 @@ def parse_columns(columns: dict[str, dict[str, Any]] | None) -> dict[str, Column
             raise ConfigError(f"columns[{name!r}]", f"{hints!r} must be a dict of hints")
         unknown = sorted(set(hints) - set(COLUMN_HINTS))
         if unknown:
-            raise ConfigError(f"columns[{name!r}]", f"unknown hint(s) {unknown}; valid: {', '.join(COLUMN_HINTS)}")
+            raise ConfigError(
+                f"columns[{name!r}]", f"unknown hint(s) {unknown}; valid: {', '.join(COLUMN_HINTS)}"
+            )
         dedup = hints.get("dedup_sort")
         if dedup is not None:
             choice(f"columns[{name!r}].dedup_sort", dedup, DEDUP_SORT_ORDERS)
@@ -188,7 +193,10 @@ def resolve_hints(
     Column hints `primary_key: True` / `merge_key: True` add columns to a key, `False` removes them
     (hints are not sticky: what this load is given is what it uses).
     """
-    keys = {"primary_key": list(key_tuple("primary_key", primary_key)), "merge_key": list(key_tuple("merge_key", merge_key))}
+    keys = {
+        "primary_key": list(key_tuple("primary_key", primary_key)),
+        "merge_key": list(key_tuple("merge_key", merge_key)),
+    }
     for name, hint in columns.items():
         for kind in keys:
             flag = getattr(hint, kind)

@@ -44,7 +44,9 @@ def effective_hints(disposition: WriteDisposition, hints: TableHints) -> TableHi
         return TableHints(merge_key=hints.merge_key)
     if strategy in ID_FROM_PRIMARY_KEY:
         if not hints.primary_key:
-            raise ConfigError("primary_key", f"merge strategy {strategy!r} needs a primary key; none was given")
+            raise ConfigError(
+                "primary_key", f"merge strategy {strategy!r} needs a primary key; none was given"
+            )
         _warn_ignored(hints, ("merge_key", "dedup_sort"), f"merge strategy {strategy!r}")
         return TableHints(primary_key=hints.primary_key, hard_delete=hints.hard_delete)
     if not hints.primary_key or disposition.deduplicated:
@@ -80,4 +82,3 @@ def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints,
     df = prepare.add_system_columns(df, load_id, id_key).drop(prepare.INPUT_ORDER)
     staged = prepare.materialize(df)
     return StagedBatch(staged, rows_extracted, staged.count())
-

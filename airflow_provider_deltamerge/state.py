@@ -71,7 +71,7 @@ def table_path(dataset: str, name: str) -> str:
 
 
 def new_load_id(after: str | None = None) -> str:
-    """dlt's load id: epoch seconds with microseconds, strictly increasing in this process and after `after`."""
+    """dlt's load id: epoch seconds with microseconds, strictly increasing here and after `after`."""
     global _last_load_id
     with _clock_lock:
         floor = max(_last_load_id, float(after) if after else 0.0) + 1e-6
@@ -126,7 +126,9 @@ def latest_state(dataset: str, pipeline_name: str, table_name: str) -> dict | No
     rows = [
         r
         for r in _read(table_path(dataset, STATE_TABLE))
-        if r["pipeline_name"] == pipeline_name and r["table_name"] == table_name and r["_dlt_load_id"] in completed
+        if r["pipeline_name"] == pipeline_name
+        and r["table_name"] == table_name
+        and r["_dlt_load_id"] in completed
     ]
     if not rows:
         return None
@@ -142,13 +144,21 @@ def record_load(dataset: str, record: LoadRecord) -> None:
         return
     now = datetime.now(timezone.utc)
     if record.state is not None and not _has_state_row(dataset, record.load_id):
-        _append(table_path(dataset, STATE_TABLE), STATE_SCHEMA, [_state_row(record, now)],
-                landed=lambda: _has_state_row(dataset, record.load_id))
+        _append(
+            table_path(dataset, STATE_TABLE),
+            STATE_SCHEMA,
+            [_state_row(record, now)],
+            landed=lambda: _has_state_row(dataset, record.load_id),
+        )
     from .faults import reached
 
     reached("after_state_row")
-    _append(table_path(dataset, LOADS_TABLE), LOADS_SCHEMA, [_loads_row(record, now)],
-            landed=lambda: read_load(dataset, record.load_id) is not None)
+    _append(
+        table_path(dataset, LOADS_TABLE),
+        LOADS_SCHEMA,
+        [_loads_row(record, now)],
+        landed=lambda: read_load(dataset, record.load_id) is not None,
+    )
 
 
 def _has_state_row(dataset: str, load_id: str) -> bool:
@@ -210,4 +220,6 @@ def _append(path: str, schema: pa.Schema, rows: list[dict], landed: Callable[[],
         except CommitFailedError:
             log.info("state table %s changed during the append; retrying (%d)", path, attempt)
         time.sleep(0.1 * attempt)
-    raise ConflictError(f"could not append to {path} in {_WRITE_ATTEMPTS} attempts while other loads wrote to it")
+    raise ConflictError(
+        f"could not append to {path} in {_WRITE_ATTEMPTS} attempts while other loads wrote to it"
+    )

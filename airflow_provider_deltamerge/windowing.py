@@ -87,17 +87,27 @@ class WindowContext:
         if cursor_type == self.window.cursor_type:
             return self
         window = resolve_window(
-            self.incremental, cursor_type=cursor_type, data_interval=data_interval, run_context=run_context,
-            stored_state=self.stored_state, now=self.now,
+            self.incremental,
+            cursor_type=cursor_type,
+            data_interval=data_interval,
+            run_context=run_context,
+            stored_state=self.stored_state,
+            now=self.now,
         )
         return dataclasses.replace(self, window=window)
 
 
-def open_window(incremental: Incremental, cursor_type: str, data_interval, run_context, stored_state) -> WindowContext:
+def open_window(
+    incremental: Incremental, cursor_type: str, data_interval, run_context, stored_state
+) -> WindowContext:
     now = datetime.now(timezone.utc)
     window = resolve_window(
-        incremental, cursor_type=cursor_type, data_interval=data_interval, run_context=run_context,
-        stored_state=stored_state, now=now,
+        incremental,
+        cursor_type=cursor_type,
+        data_interval=data_interval,
+        run_context=run_context,
+        stored_state=stored_state,
+        now=now,
     )
     log.info("window of this load (%s): %s", window.rule, _describe(window))
     return WindowContext(incremental, stored_state, window, now)
@@ -113,7 +123,10 @@ def _describe(window: Window) -> str:
 def replace_predicate(window: Window, cursor_path: str) -> Expr | None:
     """Rows of the table inside the window: what an append re-run of the window replaces."""
     if "." in cursor_path:
-        log.warning("window_overwrite needs a top-level cursor column; %r is nested, so rows are appended", cursor_path)
+        log.warning(
+            "window_overwrite needs a top-level cursor column; %r is nested, so rows are appended",
+            cursor_path,
+        )
         return None
     if window.descending:
         return None
@@ -129,4 +142,3 @@ def replace_predicate(window: Window, cursor_path: str) -> Expr | None:
 def window_metrics(window: Window | None) -> dict[str, Any]:
     data = window.as_dict() if window is not None else {}
     return {"window_start": data.get("start"), "window_end": data.get("end")}
-

@@ -43,8 +43,15 @@ def rows(spark, ids):
 def build_target(spark, path: str, target_rows: int) -> None:
     """The target as run_load writes it: M rows with even ids, loaded once."""
     target = rows(spark, spark.range(target_rows).select((F.col("id") * 2).alias("id")))
-    run_load(target, spark=spark, dataset=str(Path(path).parent), table_name=Path(path).name,
-             write_disposition=STRATEGY, primary_key="id", pipeline_name="bench")
+    run_load(
+        target,
+        spark=spark,
+        dataset=str(Path(path).parent),
+        table_name=Path(path).name,
+        write_disposition=STRATEGY,
+        primary_key="id",
+        pipeline_name="bench",
+    )
 
 
 def change_set(spark, target_rows: int, changed_rows: int):
@@ -54,20 +61,31 @@ def change_set(spark, target_rows: int, changed_rows: int):
     existing = spark.range(updates).select(((F.col("id") * stride) % target_rows * 2).alias("id"))
     new = spark.range(changed_rows - updates).select((F.col("id") * 2 * stride + 1).alias("id"))
     changed = rows(spark, existing.unionByName(new))
-    return changed.withColumn("x", F.col("x") + 5000).withColumn("s", F.upper("s")).localCheckpoint(eager=True)
+    return (
+        changed.withColumn("x", F.col("x") + 5000).withColumn("s", F.upper("s")).localCheckpoint(eager=True)
+    )
 
 
 def time_run_load(spark, dataset: str, table: str, changes) -> tuple[float, dict]:
     started = time.perf_counter()
-    info = run_load(changes, spark=spark, dataset=dataset, table_name=table, write_disposition=STRATEGY,
-                    primary_key="id", pipeline_name="bench")
+    info = run_load(
+        changes,
+        spark=spark,
+        dataset=dataset,
+        table_name=table,
+        write_disposition=STRATEGY,
+        primary_key="id",
+        pipeline_name="bench",
+    )
     return time.perf_counter() - started, info.metrics
 
 
 def staged_rows(path: str, load_id: str) -> pa.Table:
     """The rows the load wrote, read back: the exact prepared rows for the hand-written merge."""
     table = DeltaTable(path).to_pyarrow_table()
-    table = table.cast(pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f for f in table.schema]))
+    table = table.cast(
+        pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f for f in table.schema])
+    )
     return table.filter(pc.equal(table["_dlt_load_id"], load_id))
 
 
@@ -84,7 +102,9 @@ def time_hand_written(path: str, prepared: pa.Table) -> tuple[float, dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--target-rows", type=int, default=1_000_000)
     parser.add_argument("--changed-rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -124,7 +144,10 @@ def main() -> None:
 
 def report(args, ours: list[float], theirs: list[float]) -> None:
     a, b = statistics.median(ours), statistics.median(theirs)
-    print(f"\nupsert of {args.changed_rows:,} changed rows into {args.target_rows:,} rows, {args.repeat} runs (median):")
+    print(
+        f"\nupsert of {args.changed_rows:,} changed rows into {args.target_rows:,} rows, "
+        f"{args.repeat} runs (median):"
+    )
     print(f"  hand-written delta-rs merge of the prepared Arrow rows: {b:8.2f} s  (runs: {_runs(theirs)})")
     print(f"  run_load (Spark staging + transfer + merge + record):  {a:8.2f} s  (runs: {_runs(ours)})")
     print(f"  ratio run_load / hand-written: {a / b:.2f}")

@@ -43,7 +43,10 @@ def run(spark, dataset: str, months: int = 3) -> list[tuple[str, dict]]:
     changed = (
         month(spark, flights, 2)
         .withColumn("deleted", F.col("day") == 14)  # Valentine's day flights are withdrawn
-        .withColumn("dep_delay", F.when(F.col("carrier") == "UA", F.col("dep_delay") + 60).otherwise(F.col("dep_delay")))
+        .withColumn(
+            "dep_delay",
+            F.when(F.col("carrier") == "UA", F.col("dep_delay") + 60).otherwise(F.col("dep_delay")),
+        )
     )
     info = run_load(
         changed,

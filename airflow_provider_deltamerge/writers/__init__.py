@@ -1,4 +1,4 @@
-"""Delta writers: one interface, two implementations (delta-rs from the driver, delta-spark on the cluster)."""
+"""Delta writers: one interface, two implementations (delta-rs on the driver, delta-spark on the cluster)."""
 
 from __future__ import annotations
 

@@ -69,7 +69,9 @@ class DeltaWriter(Protocol):
     def read_columns(self, spark, snapshot: TableSnapshot, columns: list[str]):
         """A Spark DataFrame of the given columns of the pinned snapshot."""
 
-    def commit(self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest) -> CommitResult:
+    def commit(
+        self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest
+    ) -> CommitResult:
         """Make the plan's one commit with the source DataFrame."""
 
     def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
@@ -82,7 +84,9 @@ def our_metadata(commit_info: dict[str, Any]) -> dict[str, Any]:
     return {k[n:]: v for k, v in commit_info.items() if k.startswith(METADATA_PREFIX)}
 
 
-def write_metrics(rows_written: int, files_added: int, files_removed: int, rows_deleted: int | None) -> dict[str, int]:
+def write_metrics(
+    rows_written: int, files_added: int, files_removed: int, rows_deleted: int | None
+) -> dict[str, int]:
     """Metrics of a plain write or overwrite, under Delta's MERGE names, so every load reads alike."""
     metrics = {
         "numSourceRows": rows_written,

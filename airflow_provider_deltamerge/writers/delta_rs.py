@@ -90,7 +90,7 @@ class DeltaRsWriter:
         return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema))
 
     def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
-        """The snapshot's columns in Spark: parquet files read by Spark where that is exact, else via delta-rs."""
+        """The snapshot's columns in Spark: its parquet files where that is exact, else read via delta-rs."""
         schema = snapshot.schema
         wanted = type(schema)([schema[c] for c in columns])
         if _plain_parquet_readable(snapshot.table):
@@ -102,7 +102,9 @@ class DeltaRsWriter:
         arrow = snapshot.table.to_pyarrow_table(columns=columns)
         return spark.createDataFrame(_without_view_types(arrow), wanted)
 
-    def commit(self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest) -> CommitResult:
+    def commit(
+        self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest
+    ) -> CommitResult:
         if snapshot is not None and _already_applied(snapshot.table, request):
             return CommitResult(snapshot.version, {}, already_applied=True)
         properties = CommitProperties(
@@ -119,7 +121,9 @@ class DeltaRsWriter:
                 f"by this load. Retry the load. ({exc})"
             ) from exc
 
-    def _merge(self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
+    def _merge(
+        self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, load_id: str
+    ) -> CommitResult:
         dialect = DataFusionDialect()
         data = spark_to_arrow(source)
         merger = snapshot.table.merge(
@@ -133,7 +137,9 @@ class DeltaRsWriter:
         for clause in plan.clauses:
             merger = _add_clause(merger, clause, list(plan.helper_columns), dialect)
         raw = merger.execute()
-        metrics = {MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS}
+        metrics = {
+            MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS
+        }
         if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
             self._empty_commit(snapshot.table, properties)
         return CommitResult(int(_landed_commit(snapshot.table.table_uri, load_id)["version"]), metrics)
@@ -147,13 +153,18 @@ class DeltaRsWriter:
             data,
             mode="overwrite" if overwrite else "append",
             schema_mode="merge",
-            predicate=render(plan.replace_where, DataFusionDialect()) if plan.replace_where is not None else None,
+            predicate=render(plan.replace_where, DataFusionDialect())
+            if plan.replace_where is not None
+            else None,
             commit_properties=properties,
         )
         logged = _landed_commit(path, load_id)
         written = logged.get("operationMetrics", {})
         metrics = write_metrics(
-            data.num_rows, int(written.get("num_added_files", 0)), int(written.get("num_removed_files", 0)), rows_deleted
+            data.num_rows,
+            int(written.get("num_added_files", 0)),
+            int(written.get("num_removed_files", 0)),
+            rows_deleted,
         )
         return CommitResult(int(logged["version"]), metrics)
 
@@ -178,9 +189,13 @@ def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan)
     if new and any(not f.nullable for f in snapshot.schema.fields):
         required = [f.name for f in snapshot.schema.fields if not f.nullable]
         raise SchemaError(
-            snapshot.table.table_uri, new[0], "absent", "new",
+            snapshot.table.table_uri,
+            new[0],
+            "absent",
+            "new",
             reason=f"the batch adds column {new[0]!r} to table {snapshot.table.table_uri}, but the table has "
-            f"non-nullable columns {required}, with which delta-rs cannot add columns in a merge. Nothing was "
+            f"non-nullable columns {required}, with which delta-rs cannot add columns in a merge. "
+            "Nothing was "
             "loaded. Make those columns nullable, or add the new column to the table first.",
         )
     return bool(new)
@@ -215,7 +230,9 @@ def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
 def _logged_commit(entry: dict) -> LoggedCommit:
     raw = entry.get("operationMetrics") or {}
     if entry.get("operation") == "MERGE":
-        metrics = {MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS}
+        metrics = {
+            MERGE_METRICS_FROM_DELTA_RS[k]: int(v) for k, v in raw.items() if k in MERGE_METRICS_FROM_DELTA_RS
+        }
     else:
         counts = (int(raw.get(k, 0)) for k in ("num_added_rows", "num_added_files", "num_removed_files"))
         appended = (entry.get("operationParameters") or {}).get("mode") == "Append"

@@ -27,7 +27,12 @@ def load_window(spark, dataset, start, end):
         pipeline_name="parallel",
         incremental=Incremental("ts"),
         data_interval=(start, end),
-        run_context={"run_type": "backfill", "dag_id": "d", "task_id": "t", "run_id": f"backfill__{start.date()}"},
+        run_context={
+            "run_type": "backfill",
+            "dag_id": "d",
+            "task_id": "t",
+            "run_id": f"backfill__{start.date()}",
+        },
     )
 
 

@@ -92,7 +92,7 @@ def test_both_writers_agree(spark, tmp_path, delta_spark_available, case):
     )
     schema = [pa.schema(DeltaTable(str(tmp_path / d / "t")).schema().to_arrow()) for d in ("rs", "spark")]
     assert [(f.name, f.type) for f in schema[1]] == [(f.name, f.type) for f in schema[0]]
-    for rs_metrics, spark_metrics in zip(by_rs, by_spark):
+    for rs_metrics, spark_metrics in zip(by_rs, by_spark, strict=True):
         assert set(spark_metrics) == set(rs_metrics)
         counted = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted", "rows_staged")
         assert {k: spark_metrics.get(k) for k in counted} == {k: rs_metrics.get(k) for k in counted}

@@ -129,7 +129,11 @@ class Capture:
 TABLE = "id long, day string, value string, _dlt_load_id string, _dlt_id string"
 SCD2_TABLE = TABLE + ", _dlt_valid_from timestamp, _dlt_valid_to timestamp, is_active boolean"
 HELPERS = {
-    "__action": "string", "__k_id": "long", "__k_day": "string", "__hd": "boolean", "__retire_at": "timestamp"
+    "__action": "string",
+    "__k_id": "long",
+    "__k_day": "string",
+    "__hd": "boolean",
+    "__retire_at": "timestamp",
 }
 
 

@@ -16,7 +16,7 @@ from airflow_provider_deltamerge.delta_config import (
     parse_delta_jars,
 )
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.session import LOCAL_SESSION_CONF, local_session_conf
+from airflow_provider_deltamerge.session import LOCAL_SESSION_CONF, local_session_conf, python_conf
 
 DELTA_SQL = {"spark.sql.extensions": DELTA_EXTENSION, "spark.sql.catalog.spark_catalog": DELTA_CATALOG}
 COORDINATE = "io.delta:delta-spark_2.13:4.0.0"
@@ -35,7 +35,7 @@ def jars(tmp_path):
 
 def test_no_jars_means_no_delta_configuration():
     assert parse_delta_jars(None) is None
-    assert local_session_conf() == LOCAL_SESSION_CONF
+    assert local_session_conf() == {**LOCAL_SESSION_CONF, **python_conf()}
 
 
 def test_local_jars_go_to_spark_jars_with_the_delta_extension_and_catalog(jars):
@@ -43,9 +43,12 @@ def test_local_jars_go_to_spark_jars_with_the_delta_extension_and_catalog(jars):
     assert parsed == DeltaJars(jars=tuple(jars))
     assert parsed.spark_conf() == {**DELTA_SQL, "spark.jars": ",".join(jars)}
     assert parsed.spark_submit_args() == [
-        "--jars", ",".join(jars),
-        "--conf", f"spark.sql.extensions={DELTA_EXTENSION}",
-        "--conf", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
+        "--jars",
+        ",".join(jars),
+        "--conf",
+        f"spark.sql.extensions={DELTA_EXTENSION}",
+        "--conf",
+        f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
     ]
     assert parsed.spark_submit_options() == {"jars": ",".join(jars), "conf": DELTA_SQL}
     assert parse_delta_jars({"jars": jars}) == parsed
@@ -150,6 +153,7 @@ def test_the_local_session_keeps_our_conf_and_the_callers_and_adds_delta(jars):
     conf = local_session_conf(extra, jars)
     assert conf == {
         **LOCAL_SESSION_CONF,
+        **python_conf(),
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.extensions": f"com.example.Ext,{DELTA_EXTENSION}",
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,

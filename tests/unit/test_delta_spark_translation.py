@@ -223,8 +223,12 @@ def test_a_clause_without_translation_is_refused():
 
 def write_plan(disposition, replace_where=None):
     return plan_load(
-        WriteDisposition.parse(disposition), TableHints(), table_exists=True, batch_empty=False,
-        hard_delete=False, replace_where=replace_where,
+        WriteDisposition.parse(disposition),
+        TableHints(),
+        table_exists=True,
+        batch_empty=False,
+        hard_delete=False,
+        replace_where=replace_where,
     )
 
 
@@ -275,8 +279,15 @@ def test_spark_sql_quotes_identifiers_and_escapes_string_literals():
 
 @pytest.mark.parametrize(
     "target, by_name",
-    [("/lake/items", False), ("s3://bucket/lake/items", False), ("lake/items", False), ("db.items", True),
-     ("cat.db.items", True), ("items", True), ("a.b.c.d", False)],
+    [
+        ("/lake/items", False),
+        ("s3://bucket/lake/items", False),
+        ("lake/items", False),
+        ("db.items", True),
+        ("cat.db.items", True),
+        ("items", True),
+        ("a.b.c.d", False),
+    ],
 )
 def test_a_table_is_a_metastore_name_or_a_path(target, by_name):
     ref = TableRef.parse(target)
@@ -293,15 +304,27 @@ def test_commit_metadata_reads_back_as_the_delta_rs_writer_gives_it():
 
 
 DELTA_MERGE_METRICS = {  # as Delta 4.x records them in operationMetrics: strings, and more names than ours
-    "numSourceRows": "3", "numTargetRowsInserted": "1", "numTargetRowsUpdated": "1",
-    "numTargetRowsMatchedUpdated": "1", "numTargetRowsNotMatchedBySourceUpdated": "0",
-    "numTargetRowsDeleted": "1", "numTargetRowsMatchedDeleted": "1",
+    "numSourceRows": "3",
+    "numTargetRowsInserted": "1",
+    "numTargetRowsUpdated": "1",
+    "numTargetRowsMatchedUpdated": "1",
+    "numTargetRowsNotMatchedBySourceUpdated": "0",
+    "numTargetRowsDeleted": "1",
+    "numTargetRowsMatchedDeleted": "1",
     "numTargetRowsNotMatchedBySourceDeleted": "0",
-    "numTargetRowsCopied": "4", "numTargetBytesAdded": "1800", "numTargetBytesRemoved": "1500",
-    "numOutputRows": "6", "numTargetFilesAdded": "2", "numTargetFilesRemoved": "1",
+    "numTargetRowsCopied": "4",
+    "numTargetBytesAdded": "1800",
+    "numTargetBytesRemoved": "1500",
+    "numOutputRows": "6",
+    "numTargetFilesAdded": "2",
+    "numTargetFilesRemoved": "1",
     "numTargetChangeFilesAdded": "0",
-    "executionTimeMs": "812", "materializeSourceTimeMs": "40", "scanTimeMs": "300", "rewriteTimeMs": "450",
-    "numTargetDeletionVectorsAdded": "0", "numTargetDeletionVectorsRemoved": "0",
+    "executionTimeMs": "812",
+    "materializeSourceTimeMs": "40",
+    "scanTimeMs": "300",
+    "rewriteTimeMs": "450",
+    "numTargetDeletionVectorsAdded": "0",
+    "numTargetDeletionVectorsRemoved": "0",
     "numTargetDeletionVectorsUpdated": "0",
 }
 
@@ -309,9 +332,17 @@ DELTA_MERGE_METRICS = {  # as Delta 4.x records them in operationMetrics: string
 def test_merge_metrics_are_deltas_names_as_ints_limited_to_the_names_both_writers_report():
     metrics = merge_metrics(DELTA_MERGE_METRICS)
     assert metrics == {
-        "numSourceRows": 3, "numTargetRowsInserted": 1, "numTargetRowsUpdated": 1, "numTargetRowsDeleted": 1,
-        "numTargetRowsCopied": 4, "numOutputRows": 6, "numTargetFilesAdded": 2, "numTargetFilesRemoved": 1,
-        "executionTimeMs": 812, "scanTimeMs": 300, "rewriteTimeMs": 450,
+        "numSourceRows": 3,
+        "numTargetRowsInserted": 1,
+        "numTargetRowsUpdated": 1,
+        "numTargetRowsDeleted": 1,
+        "numTargetRowsCopied": 4,
+        "numOutputRows": 6,
+        "numTargetFilesAdded": 2,
+        "numTargetFilesRemoved": 1,
+        "executionTimeMs": 812,
+        "scanTimeMs": 300,
+        "rewriteTimeMs": 450,
     }
     assert set(metrics) == set(MERGE_METRICS_FROM_DELTA_RS.values())
     without_scan = {k: v for k, v in DELTA_MERGE_METRICS.items() if k != "scanTimeMs"}
@@ -321,18 +352,35 @@ def test_merge_metrics_are_deltas_names_as_ints_limited_to_the_names_both_writer
 
 
 def test_write_metrics_take_the_merge_names_of_the_delta_rs_writer():
-    append = {"operation": "WRITE", "operationParameters": {"mode": "Append"},
-              "operationMetrics": {"numFiles": "2", "numOutputBytes": "2100", "numOutputRows": "5"}}
+    append = {
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Append"},
+        "operationMetrics": {"numFiles": "2", "numOutputBytes": "2100", "numOutputRows": "5"},
+    }
     assert write_commit_metrics(append, 0, 0) == write_metrics(5, 2, 0, 0)
     assert logged_commit({"version": 0, **append}).metrics == write_metrics(5, 2, 0, None)
-    overwrite = {"operation": "WRITE", "operationParameters": {"mode": "Overwrite"},
-                 "operationMetrics": {"numFiles": "1", "numOutputBytes": "900", "numOutputRows": "2"}}
+    overwrite = {
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Overwrite"},
+        "operationMetrics": {"numFiles": "1", "numOutputBytes": "900", "numOutputRows": "2"},
+    }
     assert write_commit_metrics(overwrite, 3, 7) == write_metrics(2, 1, 3, 7)  # counted on the snapshot
     assert "numTargetFilesRemoved" not in write_commit_metrics(overwrite)  # unknown, so absent
-    replace_where = {"operation": "WRITE", "operationParameters": {"mode": "Overwrite", "predicate": "[...]"},
-                     "operationMetrics": {"numFiles": "1", "numOutputRows": "2", "numRemovedFiles": "1",
-                                          "numDeletedRows": "4", "numCopiedRows": "0"}}
+    replace_where = {
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Overwrite", "predicate": "[...]"},
+        "operationMetrics": {
+            "numFiles": "1",
+            "numOutputRows": "2",
+            "numRemovedFiles": "1",
+            "numDeletedRows": "4",
+            "numCopiedRows": "0",
+        },
+    }
     assert write_commit_metrics(replace_where) == write_metrics(2, 1, 1, None)
-    created = {"operation": "CREATE TABLE AS SELECT", "operationParameters": {"isManaged": "true"},
-               "operationMetrics": {"numFiles": "1", "numOutputRows": "2"}}
+    created = {
+        "operation": "CREATE TABLE AS SELECT",
+        "operationParameters": {"isManaged": "true"},
+        "operationMetrics": {"numFiles": "1", "numOutputRows": "2"},
+    }
     assert write_commit_metrics(created) == write_metrics(2, 1, 0, None)
