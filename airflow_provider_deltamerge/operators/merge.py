@@ -156,20 +156,7 @@ class DeltaMergeOperator(BaseOperator):
 
     def load_arguments(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """The rendered load arguments with dag_run.conf overrides applied."""
-        arguments = {
-            "source": self.source,
-            "dataset": self.dataset,
-            "table_name": self.table_name,
-            "write_disposition": self.write_disposition,
-            "primary_key": self.primary_key,
-            "merge_key": self.merge_key,
-            "columns": self.columns,
-            "incremental": self.incremental,
-            "pipeline_name": self.pipeline_name,
-            "backend": self.backend,
-            "naming": self.naming,
-            "window_overwrite": self.window_overwrite,
-        }
+        arguments = {name: getattr(self, name) for name in ARGUMENT_CHECKS}  # the request's arguments
         arguments.update({k: v for k, v in overrides.items() if k in arguments})
         return arguments
 
