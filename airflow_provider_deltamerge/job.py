@@ -21,11 +21,12 @@ from .planning import MergePlan, Operation, plan_load
 from .recovery import record_unrecorded_loads
 from .specs import RunContext, TableHints, WriteDisposition, parse_columns, resolve_hints
 from .windowing import (
-    open_window,
+    filter_to_window,
+    open_load_window,
     parse_incremental,
     parse_interval,
-    provisional_cursor_type,
-    replace_predicate,
+    record_empty_window,
+    replace_where_for,
 )
 from .writers import select_writer
 from .writers.base import CommitRequest
@@ -158,10 +159,10 @@ def execute(spark, request: ResolvedLoad, data) -> LoadInfo:
         return finished
     snapshot = writer.snapshot(spark, request.table_path)
     load_id = request.load_id or state.new_load_id(after=_newest_load_id(request))
-    opened = _open_window(request, snapshot)
+    opened = open_load_window(request, snapshot)
     reached("extract")
     batch = _extract(spark, data, request, opened.window if opened else None)
-    batch, opened, new_state = _filter_to_window(batch, request, opened)
+    batch, opened, new_state = filter_to_window(batch, request, opened)
     reached("stage")
     from .staging import stage_batch
 
@@ -208,8 +209,8 @@ class _StagedLoad:
 def _plan_and_commit(spark, writer, snapshot, load: _StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
-    staged, plan = _plan(load.staged, request, snapshot, load_id, _replace_where(request, load.window))
-    plan = _record_empty_window(plan, load.window)
+    staged, plan = _plan(load.staged, request, snapshot, load_id, replace_where_for(request, load.window))
+    plan = record_empty_window(plan, load.window)
     base_metrics = {
         "table": request.table_name,
         "rows_extracted": staged.rows_extracted,
@@ -304,61 +305,6 @@ def _already_loaded(request: ResolvedLoad) -> LoadInfo | None:
     return LoadInfo(
         request.load_id, request.table_path, request.table_name, row["table_version"], row["metrics"], window
     )
-
-
-def _open_window(request: ResolvedLoad, snapshot):
-    """The window of an incremental load, before the data is read (a callable source gets it)."""
-    if request.incremental is None:
-        return None
-    stored = None
-    if request.disposition.disposition != "replace":  # replace starts from initial_value every time
-        stored = state.latest_state(request.dataset, request.pipeline_name, request.table_name)
-    cursor_type = provisional_cursor_type(
-        request.incremental, snapshot.schema if snapshot is not None else None
-    )
-    return open_window(request.incremental, cursor_type, request.data_interval, request.run_context, stored)
-
-
-def _filter_to_window(batch, request: ResolvedLoad, opened):
-    """The batch cut to the window (a sloppy source cannot load rows outside it) and the table's new state."""
-    if opened is None:
-        return batch, None, None
-    from .cursor import apply_cursor, cursor_type_of, next_state
-
-    opened = opened.for_cursor_type(
-        cursor_type_of(batch, request.incremental.cursor_path), request.data_interval, request.run_context
-    )
-    filtered, result = apply_cursor(
-        batch,
-        request.incremental,
-        opened.window,
-        opened.stored_state,
-        table_primary_key=request.hints.primary_key,
-        whole_row_dedup=request.disposition.disposition == "merge",
-    )
-    log.info(
-        "cursor %s: %s rows read, %s in the window",
-        request.incremental.cursor_path,
-        result.rows_before,
-        result.rows_after,
-    )
-    return filtered, opened, next_state(opened.stored_state, request.incremental, opened.window, result)
-
-
-def _replace_where(request: ResolvedLoad, window):
-    """An append of a window replaces the rows the window already holds, so re-runs are safe."""
-    if window is None or window.stateful or request.disposition.disposition != "append":
-        return None
-    if not request.window_overwrite:
-        return None
-    return replace_predicate(window, request.incremental.cursor_path)
-
-
-def _record_empty_window(plan: MergePlan, window) -> MergePlan:
-    """A requested window with no rows is still a load: an empty commit records that it was loaded."""
-    if plan.operation is not Operation.NOTHING or window is None or window.stateful:
-        return plan
-    return MergePlan(Operation.WRITE, reason="window without rows: an empty commit records it")
 
 
 def _newest_load_id(request: ResolvedLoad) -> str | None:

@@ -1,4 +1,5 @@
-"""The incremental step of a load: choose the window, filter the batch to it, compute the new state.
+"""The incremental step of a load: choose the window, filter the batch to it, compute the new state,
+and what the window means for the commit (replace the window's rows on append, record empty windows).
 
 Glue between the pure window rules (window.py), the Spark cursor filter (cursor.py) and the job.
 """
@@ -9,11 +10,12 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any
 
+from . import state
 from .errors import ConfigError
 from .expressions import Cmp, Col, Expr, Lit, all_of
 from .incremental import Incremental
+from .planning import MergePlan, Operation
 from .window import Window, resolve_window
 
 log = logging.getLogger(__name__)
@@ -139,6 +141,56 @@ def replace_predicate(window: Window, cursor_path: str) -> Expr | None:
     return all_of(*bounds) if bounds else None
 
 
-def window_metrics(window: Window | None) -> dict[str, Any]:
-    data = window.as_dict() if window is not None else {}
-    return {"window_start": data.get("start"), "window_end": data.get("end")}
+def open_load_window(request, snapshot):
+    """The window of an incremental load, before the data is read (a callable source gets it)."""
+    if request.incremental is None:
+        return None
+    stored = None
+    if request.disposition.disposition != "replace":  # replace starts from initial_value every time
+        stored = state.latest_state(request.dataset, request.pipeline_name, request.table_name)
+    cursor_type = provisional_cursor_type(
+        request.incremental, snapshot.schema if snapshot is not None else None
+    )
+    return open_window(request.incremental, cursor_type, request.data_interval, request.run_context, stored)
+
+
+def filter_to_window(batch, request, opened):
+    """The batch cut to the window (a sloppy source cannot load rows outside it) and the table's new state."""
+    if opened is None:
+        return batch, None, None
+    from .cursor import apply_cursor, cursor_type_of, next_state
+
+    opened = opened.for_cursor_type(
+        cursor_type_of(batch, request.incremental.cursor_path), request.data_interval, request.run_context
+    )
+    filtered, result = apply_cursor(
+        batch,
+        request.incremental,
+        opened.window,
+        opened.stored_state,
+        table_primary_key=request.hints.primary_key,
+        whole_row_dedup=request.disposition.disposition == "merge",
+    )
+    log.info(
+        "cursor %s: %s rows read, %s in the window",
+        request.incremental.cursor_path,
+        result.rows_before,
+        result.rows_after,
+    )
+    return filtered, opened, next_state(opened.stored_state, request.incremental, opened.window, result)
+
+
+def replace_where_for(request, window):
+    """An append of a window replaces the rows the window already holds, so re-runs are safe."""
+    if window is None or window.stateful or request.disposition.disposition != "append":
+        return None
+    if not request.window_overwrite:
+        return None
+    return replace_predicate(window, request.incremental.cursor_path)
+
+
+def record_empty_window(plan: MergePlan, window) -> MergePlan:
+    """A requested window with no rows is still a load: an empty commit records that it was loaded."""
+    if plan.operation is not Operation.NOTHING or window is None or window.stateful:
+        return plan
+    return MergePlan(Operation.WRITE, reason="window without rows: an empty commit records it")

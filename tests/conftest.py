@@ -6,7 +6,13 @@ built with them and the delta-spark writer runs too. Nothing is ever downloaded.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+
+# py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after pytest has
+# closed the streams its handlers write to.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 WRITERS = ("delta-rs", "delta-spark")
 
