@@ -22,29 +22,9 @@ from airflow_provider_deltamerge.expressions import (
     same,
 )
 from airflow_provider_deltamerge.writers.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.writers.delta_spark import SparkSqlDialect
 
-
-class BacktickDialect:
-    """A Spark-SQL-like dialect, to show the tree holds no dialect of its own."""
-
-    @staticmethod
-    def quote(name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
-
-    @staticmethod
-    def timestamp(value: datetime) -> str:
-        return f"TIMESTAMP '{value.isoformat()}'"
-
-    @staticmethod
-    def timestamp_ntz(value: datetime) -> str:
-        return f"TIMESTAMP_NTZ '{value.isoformat()}'"
-
-    @staticmethod
-    def date(value: date) -> str:
-        return f"DATE '{value.isoformat()}'"
-
-
-SPARKISH = BacktickDialect()
+SPARKISH = SparkSqlDialect()  # the tree holds no dialect of its own: each writer brings one
 DATAFUSION = DataFusionDialect()
 
 
