@@ -10,8 +10,15 @@ def read_rows(path: str, order_by=None, drop=("_dlt_load_id", "_dlt_id")) -> lis
     rows = [
         {k: v for k, v in r.items() if k not in drop} for r in DeltaTable(path).to_pyarrow_table().to_pylist()
     ]
-    key = order_by or (lambda r: tuple(str(r[k]) for k in sorted(r)))
-    return sorted(rows, key=key if callable(key) else (lambda r: tuple(r[k] for k in key)))
+    if order_by is None:
+        return ordered(rows)
+    key = order_by if callable(order_by) else (lambda r: tuple(r[k] for k in order_by))
+    return sorted(rows, key=key)
+
+
+def ordered(rows: list[dict]) -> list[dict]:
+    """Rows in read_rows' default order, for writing expected tables."""
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def table_version(path: str) -> int:

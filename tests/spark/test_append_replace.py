@@ -9,18 +9,13 @@ from deltalake import DeltaTable
 from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import run_load
-from tests.helpers import read_rows, table_version
+from tests.helpers import ordered, read_rows, table_version
 
 
 def load(spark, dataset, data, **arguments):
     arguments.setdefault("table_name", "events")
     arguments.setdefault("pipeline_name", "shop")
     return run_load(data, spark=spark, dataset=dataset, **arguments)
-
-
-def ordered(rows):
-    """Expected rows in read_rows' order."""
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def loads(dataset):

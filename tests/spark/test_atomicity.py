@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.faults import STEPS, InjectedFault
-from tests.helpers import read_rows, table_version
+from tests.helpers import ordered, read_rows, table_version
 
 BEFORE_COMMIT = ("extract", "stage", "plan", "commit")
 AFTER_COMMIT = ("after_commit", "after_state_row")
@@ -28,10 +28,6 @@ def load(spark, dataset, data, **arguments):
     arguments.setdefault("table_name", "accounts")
     arguments.setdefault("pipeline_name", "bank")
     return run_load(data, spark=spark, dataset=dataset, **arguments)
-
-
-def ordered(rows):
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def recorded(dataset):

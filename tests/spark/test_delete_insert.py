@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from tests.helpers import read_rows, table_version
+from tests.helpers import ordered, read_rows, table_version
 
 MERGE = "merge"
 
@@ -18,10 +18,6 @@ def load(spark, dataset, data, **arguments):
     arguments.setdefault("pipeline_name", "shop")
     arguments.setdefault("write_disposition", MERGE)
     return run_load(data, spark=spark, dataset=dataset, **arguments)
-
-
-def ordered(rows):
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def counts(info):

@@ -13,7 +13,7 @@ from airflow_provider_deltamerge import (
     SourceError,
     run_load,
 )
-from tests.helpers import read_rows, table_version
+from tests.helpers import ordered, read_rows, table_version
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 INSERT_ONLY = {"disposition": "merge", "strategy": "insert-only"}
@@ -24,10 +24,6 @@ def load(spark, dataset, data, **arguments):
     arguments.setdefault("pipeline_name", "erp")
     arguments.setdefault("write_disposition", "merge")
     return run_load(data, spark=spark, dataset=dataset, **arguments)
-
-
-def ordered(rows):
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def load_ids(dataset):

@@ -8,7 +8,7 @@ from deltalake import DeltaTable
 from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import SchemaError, run_load
-from tests.helpers import read_rows, table_version
+from tests.helpers import ordered, read_rows, table_version
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 
@@ -17,10 +17,6 @@ def load(spark, dataset, data, **arguments):
     arguments.setdefault("table_name", "products")
     arguments.setdefault("pipeline_name", "catalog")
     return run_load(data, spark=spark, dataset=dataset, **arguments)
-
-
-def ordered(rows):
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def column_types(path):

@@ -7,7 +7,7 @@ import logging
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from tests.helpers import read_rows, table_version
+from tests.helpers import ordered, read_rows, table_version
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 INSERT_ONLY = {"disposition": "merge", "strategy": "insert-only"}
@@ -18,10 +18,6 @@ def load(spark, dataset, data, **arguments):
     arguments.setdefault("pipeline_name", "crm")
     arguments.setdefault("primary_key", "id")
     return run_load(data, spark=spark, dataset=dataset, **arguments)
-
-
-def ordered(rows):
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def raw_rows(path):
