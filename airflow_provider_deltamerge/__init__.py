@@ -1,10 +1,17 @@
-"""airflow-provider-deltamerge: dlt's loading semantics on Apache Spark and Delta Lake, from Airflow."""
+"""airflow-provider-deltamerge: dlt's loading semantics on Apache Spark and Delta Lake, from Airflow.
+
+The public API, all of it: `run_load` and what it returns, `Incremental`, `LoadRequest`,
+`default_session`, `backfill_windows`, and every error class. The operators and the hook are in
+`airflow_provider_deltamerge.operators` and `.hooks`, where Airflow providers keep them.
+"""
 
 from __future__ import annotations
 
 from .errors import (
     ConfigError,
     ConflictError,
+    CursorColumnMissingError,
+    CursorValueMissingError,
     DeltaMergeError,
     DuplicateKeyError,
     JobFailedError,
@@ -19,10 +26,12 @@ __version__ = "0.1.0"
 # Loaded on first use, so that importing the package (as DAG files and Airflow's provider discovery
 # do) does not pull in Spark, Arrow or delta-rs.
 _LAZY = {
-    "run_load": "job",
-    "LoadInfo": "job",
-    "Incremental": "incremental",
-    "backfill_windows": "incremental",
+    "run_load": "load",
+    "LoadInfo": "load",
+    "LoadRequest": "spec.request",
+    "Incremental": "spec.incremental",
+    "backfill_windows": "spec.window",
+    "default_session": "spark.session",
 }
 
 
@@ -37,16 +46,20 @@ def __getattr__(name: str):
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "CursorColumnMissingError",
+    "CursorValueMissingError",
     "DeltaMergeError",
     "DuplicateKeyError",
-    "JobFailedError",
     "Incremental",
+    "JobFailedError",
     "LoadInfo",
+    "LoadRequest",
     "MissingKeyColumnError",
     "NullKeyError",
     "SchemaError",
     "SourceError",
     "__version__",
     "backfill_windows",
+    "default_session",
     "run_load",
 ]

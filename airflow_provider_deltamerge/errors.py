@@ -1,13 +1,28 @@
-"""Errors raised by deltamerge.
+"""Errors raised by deltamerge: one hierarchy, all of it here.
 
 Every error carries the inputs that caused it as attributes, and its message says what to change.
+Every error pickles with its message and attributes (Airflow and multiprocessing pickle exceptions
+across processes), whatever its constructor takes.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def _rebuild(cls: type, args: tuple, attributes: dict[str, Any]) -> DeltaMergeError:
+    """Unpickle an error without calling its constructor, whose arguments differ from its message."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(attributes)
+    return error
+
 
 class DeltaMergeError(Exception):
     """Base class of every error this package raises on purpose."""
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
 class ConfigError(DeltaMergeError, ValueError):
@@ -53,6 +68,26 @@ class DuplicateKeyError(SourceError):
             f"once, which merge strategy {strategy!r} cannot take; for example {shown}. Nothing was loaded. "
             "Deduplicate the source, or use strategy 'delete-insert' (which keeps one row per key, "
             "see dedup_sort)."
+        )
+
+
+class CursorColumnMissingError(SourceError):
+    def __init__(self, cursor_path: str, available: list[str]):
+        self.cursor_path, self.available = cursor_path, available
+        super().__init__(
+            f"incremental cursor {cursor_path!r} is not in the data; columns present: "
+            f"{', '.join(available)}. Nothing was loaded. "
+            "Fix cursor_path (a dotted path reads struct fields) or add the column."
+        )
+
+
+class CursorValueMissingError(SourceError):
+    def __init__(self, cursor_path: str, missing_rows: int, total_rows: int):
+        self.cursor_path, self.missing_rows, self.total_rows = cursor_path, missing_rows, total_rows
+        super().__init__(
+            f"incremental cursor {cursor_path!r} is null or missing in {missing_rows} of {total_rows} "
+            "row(s). Nothing was loaded. Fill the cursor in the source, or set "
+            "on_cursor_value_missing='include' (load those rows, cursor unchanged) or 'exclude' (skip them)."
         )
 
 

@@ -17,7 +17,8 @@ import sys
 
 
 def _drop_own_directory_from_path() -> None:
-    """spark-submit puts this file's folder first on sys.path; its modules must not shadow others."""
+    """Python puts this file's folder first on sys.path; its modules must not shadow others (the
+    package's `delta/` folder would shadow delta-spark's `delta` package)."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
 
@@ -40,13 +41,14 @@ def read_request_text(path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
-    from airflow_provider_deltamerge.request import LoadRequest
+    from airflow_provider_deltamerge.load import run_request
+    from airflow_provider_deltamerge.spec.request import LoadRequest
 
     args = parse_args(argv)
     request = LoadRequest.from_json(read_request_text(args.request_file))
-    spark = SparkSession.builder.appName(f"deltamerge {request.table_name}").getOrCreate()
+    spark = SparkSession.builder.appName(f"deltamerge {request.table}").getOrCreate()
     try:
-        info = request.run(spark)
+        info = run_request(request, spark)
     finally:
         spark.stop()
     print(f"deltamerge: {request.describe()} done, table version {info.table_version}", file=sys.stderr)

@@ -23,7 +23,7 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.session import default_session
+from airflow_provider_deltamerge.spark.session import default_session
 
 STRATEGY = {"disposition": "merge", "strategy": "upsert"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge.session import default_session
+from airflow_provider_deltamerge.spark.session import default_session
 
 from . import flights
 

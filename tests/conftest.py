@@ -17,10 +17,18 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 WRITERS = ("delta-rs", "delta-spark")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fault_points():
+    """Loads in this process fail where DELTAMERGE_FAIL_AT says (tests/faults.py)."""
+    from tests import faults
+
+    faults.install()
+
+
 @pytest.fixture(scope="session")
 def spark():
-    from airflow_provider_deltamerge.delta_config import delta_jars_from_env
-    from airflow_provider_deltamerge.session import default_session
+    from airflow_provider_deltamerge.spark.session import default_session
+    from airflow_provider_deltamerge.spec.delta_jars import delta_jars_from_env
 
     session = default_session(
         "local[2]",
@@ -50,7 +58,7 @@ def writer_backend(request, monkeypatch):
             pytest.skip("this module does not depend on the writer; it runs once")
         return None
     if backend == "delta-spark":
-        from airflow_provider_deltamerge.writers.delta_spark import delta_spark_status
+        from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
 
         available, why = delta_spark_status(request.getfixturevalue("spark"))
         if not available:
@@ -58,10 +66,11 @@ def writer_backend(request, monkeypatch):
                 f"delta-spark writer: {why}; set DELTA_SPARK_JARS to local delta-spark and delta-storage "
                 "jar files to run it (nothing is downloaded)"
             )
-    from airflow_provider_deltamerge import job, writers
+    from airflow_provider_deltamerge import load
+    from airflow_provider_deltamerge.delta import selection
 
-    select = writers.select_writer
+    select = selection.select_writer
     monkeypatch.setattr(
-        job, "select_writer", lambda chosen, spark: select(backend if chosen == "auto" else chosen, spark)
+        load, "select_writer", lambda chosen, spark: select(backend if chosen == "auto" else chosen, spark)
     )
     return backend

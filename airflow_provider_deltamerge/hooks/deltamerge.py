@@ -28,7 +28,7 @@ from ..errors import ConfigError, JobFailedError
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
-    from ..request import LoadRequest
+    from ..spec.request import LoadRequest
 
 MODES = {None: "local", "deltamerge": "local", "spark": "submit", "spark_connect": "connect"}
 # SparkSubmitHook keyword arguments a user may pass through `submit_options`.
@@ -93,10 +93,10 @@ def submit_arguments(
 
     The request file is also shipped with ``--files`` so that a driver in cluster deploy mode finds it
     in its working directory. ``python`` is the interpreter the driver and executors use; it must have
-    this package installed. ``delta_jars`` (see ``delta_config``) adds Delta's jars and SQL settings.
+    this package installed. ``delta_jars`` (see ``spec.delta_jars``) adds Delta's jars and SQL settings.
     User ``spark_conf`` entries override the defaults.
     """
-    from ..delta_config import merge_spark_conf, parse_delta_jars
+    from ..spec.delta_jars import merge_spark_conf, parse_delta_jars
 
     options = check_submit_options(submit_options)
     conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python, **JOB_CONF}
@@ -141,14 +141,10 @@ def submitted_load_metrics(request: LoadRequest, known: set[str], loads: list[di
     task. A job with nothing to load (a stateful window without rows) writes no record.
     """
     ours = [r for r in loads if r["load_id"] == request.load_id]
-    run = request.run_context
-    if not ours and run.get("run_id") is not None:
-        identity = ("dag_id", "task_id", "run_id")
-        ours = [
-            r for r in loads if r["load_id"] not in known and all(r.get(k) == run.get(k) for k in identity)
-        ]
+    if not ours and request.run.in_airflow:
+        ours = [r for r in loads if r["load_id"] not in known and request.run.is_same_run(r)]
     if not ours:
-        return {"load_id": None, "table": request.stored_table_name}
+        return {"load_id": None, "table": request.table}
     return ours[-1]["metrics"]
 
 
@@ -166,7 +162,7 @@ class DeltaMergeHook(BaseHook):
     :param spark_conf: Spark properties for the session or the spark-submit ``--conf`` options.
     :param submit_options: extra SparkSubmitHook arguments (``driver_memory``, ``jars``, ...).
     :param python: interpreter for the spark-submit driver and executors; default: this one.
-    :param delta_jars: where Spark finds Delta's jars (see ``delta_config``), for local and
+    :param delta_jars: where Spark finds Delta's jars (see ``spec.delta_jars``), for local and
         spark-submit runs; a Spark Connect server is configured on its own side.
     """
 
@@ -213,13 +209,15 @@ class DeltaMergeHook(BaseHook):
 
     def run(self, request: LoadRequest) -> dict[str, Any]:
         """Run the load and return its metrics dict (as in ``_dlt_loads.metrics``)."""
+        from ..load import run_request
+
         mode = self.mode
         self.log.info("Running %s with %s Spark", request.describe(), mode)
         if mode == "submit":
             return self._run_submit(request)
         spark = self._connect_session() if mode == "connect" else self._local_session()
         try:
-            return request.run(spark).metrics
+            return run_request(request, spark).metrics
         finally:
             if mode == "connect":
                 spark.stop()
@@ -229,8 +227,8 @@ class DeltaMergeHook(BaseHook):
 
         As for any SparkSession, a session already running in this process is reused as it is.
         """
-        from ..delta_config import merge_spark_conf, parse_delta_jars
-        from ..session import default_session
+        from ..spark.session import default_session
+        from ..spec.delta_jars import merge_spark_conf, parse_delta_jars
 
         extra = self.connection.extra_dejson if self.connection else {}
         conf = {"spark.pyspark.python": self.python}  # Python workers run this interpreter, not PATH's
@@ -266,7 +264,8 @@ class DeltaMergeHook(BaseHook):
         return builder.create()
 
     def _run_submit(self, request: LoadRequest) -> dict[str, Any]:
-        from ..state import new_load_id, read_loads
+        from ..delta.store import read_loads
+        from ..spec.run import new_load_id
 
         if request.load_id is None:
             request = request.with_load_id(new_load_id())
@@ -284,7 +283,7 @@ class DeltaMergeHook(BaseHook):
                 handle.write(request.to_json())
             arguments = submit_arguments(
                 request_file,
-                name=f"deltamerge {request.table_name}",
+                name=f"deltamerge {request.table}",
                 python=self.python,
                 spark_conf=self.spark_conf,
                 submit_options=self.submit_options,

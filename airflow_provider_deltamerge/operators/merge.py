@@ -14,7 +14,8 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
-from ..request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name, table_uri
+from ..spec.naming import table_uri
+from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
 from .context import check_overridable, data_interval_of, run_context_of, split_conf
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge.state import read_loads
+from airflow_provider_deltamerge.delta.store import read_loads
 
 from .conftest import DAGS_FOLDER, DEMO_DIR
 

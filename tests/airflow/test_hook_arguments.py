@@ -127,7 +127,7 @@ def test_failure_message_split_into_cause_and_log_tail():
 
 def test_submitted_load_metrics_come_from_the_load_record():
     from airflow_provider_deltamerge.hooks.deltamerge import submitted_load_metrics
-    from airflow_provider_deltamerge.request import LoadRequest
+    from airflow_provider_deltamerge.spec.request import LoadRequest
 
     run = {"dag_id": "d", "task_id": "t", "run_id": "r", "try_number": 2}
     request = LoadRequest.create(

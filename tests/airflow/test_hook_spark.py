@@ -16,12 +16,16 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from airflow_provider_deltamerge.delta.store import read_load, read_loads
 from airflow_provider_deltamerge.errors import ConfigError, JobFailedError
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
-from airflow_provider_deltamerge.request import LoadRequest
-from airflow_provider_deltamerge.state import read_load, read_loads
+from airflow_provider_deltamerge.hooks import deltamerge as hook_module
+from airflow_provider_deltamerge.spec.request import LoadRequest
+from tests import store_reads
 
 from .spark_servers import ROOT, connect_server, standalone_cluster
+
+JOB_WITH_FAULTS = ROOT / "tests" / "job_with_faults.py"  # the package's job, with the test fault points
 
 pytestmark = pytest.mark.spark
 
@@ -104,6 +108,28 @@ def test_spark_submit_local_reads_metrics_from_the_load_record(tmp_path, monkeyp
     assert not list(Path.cwd().glob("spark-warehouse"))
 
 
+def test_the_job_module_reads_each_state_table_once_per_load(tmp_path, monkeypatch, submit_env):
+    """Under spark-submit, the job reads `_dlt_loads` and `_dlt_pipeline_state` once each for a load
+    of one window (a spy in the job's process counts them; tests/store_reads.py)."""
+    set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
+    hook = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF)
+    monkeypatch.setattr(hook_module, "remote_job_resource", lambda: JOB_WITH_FAULTS)
+    counts = tmp_path / "reads.json"
+    monkeypatch.setenv(store_reads.COUNT_FILE, str(counts))
+
+    def day_load(start: str, end: str) -> LoadRequest:
+        window = {"start": start, "end": end}
+        run = {"run_id": f"manual__{start}", "run_type": "manual", "conf": window}
+        return request_for(tmp_path, incremental={"cursor_path": "updated_at"}, run_context=run)
+
+    hook.run(day_load("2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z"))
+    second = day_load("2024-01-02T00:00:00Z", "2024-01-03T00:00:00Z")
+    metrics = hook.run(second)
+
+    assert metrics["numTargetRowsInserted"] == 2 and metrics["rows_staged"] == 2
+    assert json.loads(counts.read_text()) == {"_dlt_loads": 1, "_dlt_pipeline_state": 1}
+
+
 def test_failed_job_raises_with_the_driver_log_tail(tmp_path, monkeypatch, submit_env):
     set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
     request = request_for(tmp_path, source={"callable": "tests.airflow.sources_for_tests:corrupt_landing"})
@@ -128,7 +154,8 @@ def test_spark_submit_to_a_standalone_cluster(tmp_path, monkeypatch, submit_env)
 CONNECT_LOAD = """
 import sys
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
-from airflow_provider_deltamerge.request import LoadRequest
+from airflow_provider_deltamerge.hooks import deltamerge as hook_module
+from airflow_provider_deltamerge.spec.request import LoadRequest
 DeltaMergeHook("spark_remote").run(LoadRequest.from_json(sys.stdin.read()))
 """
 
@@ -157,7 +184,7 @@ def test_spark_connect_session_with_a_token(tmp_path, submit_env):
 
 
 def test_spark_connect_refused_beside_a_local_session(tmp_path, monkeypatch):
-    from airflow_provider_deltamerge.session import default_session
+    from airflow_provider_deltamerge.spark.session import default_session
 
     default_session()
     set_connection(monkeypatch, "spark_remote", conn_type="spark_connect", host="localhost", port=1)
@@ -171,6 +198,7 @@ def test_retry_after_a_job_killed_past_its_commit_reports_that_load(tmp_path, mo
     set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
     run = {"dag_id": "d", "task_id": "t", "run_id": "r", "run_type": "manual"}
     hook = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF)
+    monkeypatch.setattr(hook_module, "remote_job_resource", lambda: JOB_WITH_FAULTS)
     monkeypatch.setenv("DELTAMERGE_FAIL_AT", "after_commit")
     monkeypatch.setenv("DELTAMERGE_FAIL_MODE", "kill")
     with pytest.raises(JobFailedError, match="Error code is: 137"):

@@ -7,8 +7,10 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.request import LoadRequest
-from airflow_provider_deltamerge.sources import parse_source
+from airflow_provider_deltamerge.load import run_request
+from airflow_provider_deltamerge.spark.session import default_session
+from airflow_provider_deltamerge.spec.request import LoadRequest
+from airflow_provider_deltamerge.spec.sources import parse_source
 
 WINDOW = {"start": "2024-03-01T00:00:00Z", "end": "2024-03-02T00:00:00Z"}
 
@@ -49,7 +51,8 @@ def test_bad_sources_name_the_argument(given, argument):
 
 def load(tmp_path, source, **arguments) -> list[dict]:
     dataset = str(tmp_path / "lake")
-    LoadRequest.create(source=source, dataset=dataset, table_name="orders", **arguments).run()
+    request = LoadRequest.create(source=source, dataset=dataset, table_name="orders", **arguments)
+    run_request(request, default_session())
     return sorted(DeltaTable(f"{dataset}/orders").to_pyarrow_table().to_pylist(), key=lambda r: r["order_id"])
 
 
@@ -62,8 +65,6 @@ def test_reader_spec_with_options(tmp_path):
 
 
 def test_table_name(tmp_path):
-    from airflow_provider_deltamerge.session import default_session
-
     spark = default_session()
     spark.createDataFrame([(7, "new")], "order_id int, status string").createOrReplaceTempView(
         "landing_orders"

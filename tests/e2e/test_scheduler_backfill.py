@@ -172,7 +172,7 @@ def test_backfill_create_four_weeks_with_a_real_scheduler(tmp_path):
         ((s - timedelta(weeks=1)).isoformat(), s.isoformat()) for s in SUNDAYS
     ]
 
-    from airflow_provider_deltamerge.state import read_loads
+    from airflow_provider_deltamerge.delta.store import read_loads
 
     lake = demo_dir / "lake" / "nycflights13"
     loads = read_loads(str(lake))

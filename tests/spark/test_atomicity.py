@@ -9,7 +9,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.faults import STEPS, InjectedFault
+from tests.faults import STEPS, InjectedFault
 from tests.helpers import ordered, read_rows, table_version
 
 BEFORE_COMMIT = ("extract", "stage", "plan", "commit")

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 from airflow_provider_deltamerge import Incremental, run_load
-from airflow_provider_deltamerge.state import read_loads
+from airflow_provider_deltamerge.delta.store import read_loads
 from tests.helpers import read_rows
 
 UTC = timezone.utc

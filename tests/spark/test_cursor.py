@@ -10,21 +10,24 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import types as T
 
-from airflow_provider_deltamerge import cursor as cursor_module
-from airflow_provider_deltamerge.cursor import (
+from airflow_provider_deltamerge.errors import (
+    ConfigError,
     CursorColumnMissingError,
-    CursorResult,
     CursorValueMissingError,
+    MissingKeyColumnError,
+)
+from airflow_provider_deltamerge.spark import cursor_filter as cursor_module
+from airflow_provider_deltamerge.spark.cursor_filter import (
+    CursorResult,
     apply_cursor,
     cursor_type_of,
     dedup_key,
     next_state,
     spark_cursor_type,
 )
-from airflow_provider_deltamerge.errors import ConfigError, MissingKeyColumnError
-from airflow_provider_deltamerge.incremental import Incremental
-from airflow_provider_deltamerge.specs import RunContext
-from airflow_provider_deltamerge.window import Window, resolve_window
+from airflow_provider_deltamerge.spec.incremental import Incremental
+from airflow_provider_deltamerge.spec.run import RunContext
+from airflow_provider_deltamerge.spec.window import Window, resolve_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 

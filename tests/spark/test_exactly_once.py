@@ -1,4 +1,4 @@
-"""Exactly once across failures and retries: a load that fails at any step (faults.STEPS), or whose
+"""Exactly once across failures and retries: a load that fails at any step (tests/faults.py), or whose
 process is killed right after its commit, and is then retried as Airflow retries a task (same run,
 try_number + 1), leaves the table, `_dlt_loads` and the cursor state exactly as one clean run does,
 and no batch is ever applied twice.
@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import Incremental, run_load, state
-from airflow_provider_deltamerge.faults import STEPS, InjectedFault
+from airflow_provider_deltamerge import Incremental, run_load
+from airflow_provider_deltamerge.delta import store
+from tests.faults import STEPS, InjectedFault
 
 pytestmark = pytest.mark.spark
 
@@ -79,11 +80,11 @@ def snapshot(dataset: str) -> dict:
     recorded load ids, in order, each once, and every cursor state row belongs to a recorded load.
     """
     table = DeltaTable(f"{dataset}/{TABLE}")
-    loads = state.read_loads(dataset)
+    loads = store.read_loads(dataset)
     position = {r["load_id"]: i for i, r in enumerate(loads)}
     commits = [h.get("deltamerge.load_id") for h in sorted(table.history(), key=lambda h: h["version"])]
     assert commits == [r["load_id"] for r in loads], "a commit was applied twice or left unrecorded"
-    state_rows = DeltaTable(f"{dataset}/{state.STATE_TABLE}").to_pyarrow_table().to_pylist()
+    state_rows = DeltaTable(f"{dataset}/{store.STATE_TABLE}").to_pyarrow_table().to_pylist()
     assert {r["_dlt_load_id"] for r in state_rows} <= set(position), "a state row of an unrecorded load"
     return {
         "rows": sorted(
@@ -100,7 +101,7 @@ def snapshot(dataset: str) -> dict:
             for r in loads
         ],
         "state_rows": sorted((position[r["_dlt_load_id"]], r["state"]) for r in state_rows),
-        "state": state.latest_state(dataset, "deltamerge", TABLE),
+        "state": store.latest_state(dataset, "deltamerge", TABLE),
     }
 
 
@@ -149,13 +150,13 @@ def test_a_load_failing_at_any_step_and_retried_equals_one_clean_run(
 
     committed = step in ("after_commit", "after_state_row")
     assert DeltaTable(f"{dataset}/{TABLE}").version() == (1 if committed else 0)
-    assert len(state.read_loads(dataset)) == 1  # the failed attempt's load is not recorded yet
+    assert len(store.read_loads(dataset)) == 1  # the failed attempt's load is not recorded yet
 
     retry = stateful_load(spark, dataset, rows_between(3, 8), try_number=2)
 
     assert retry.loaded and retry.table_version == 1
     assert snapshot(dataset) == clean_run
-    recorded = state.read_loads(dataset)[-1]
+    recorded = store.read_loads(dataset)[-1]
     assert recorded["load_id"] == retry.load_id
     # A load that had landed is finished by the retry, not applied again: it keeps the first try's number
     assert recorded["try_number"] == (1 if committed else 2)
@@ -170,8 +171,11 @@ CHILD = """
 import json, sys
 from datetime import datetime
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.delta_config import delta_jars_from_env
-from airflow_provider_deltamerge.session import default_session
+from airflow_provider_deltamerge.spark.session import default_session
+from airflow_provider_deltamerge.spec.delta_jars import delta_jars_from_env
+from tests import faults
+
+faults.install()
 
 arguments = json.loads(sys.argv[1])
 rows = [{"id": r["id"], "ts": datetime.fromisoformat(r["ts"])} for r in arguments.pop("rows")]
@@ -222,7 +226,7 @@ def test_a_killed_process_after_its_commit_is_finished_by_the_retry(spark, tmp_p
     )
     assert child.returncode == 137, child.stdout[-2000:] + child.stderr[-4000:]
     assert DeltaTable(f"{killed}/{TABLE}").version() == 1  # the commit landed ...
-    assert len(state.read_loads(killed)) == 1  # ... and the process died before recording it
+    assert len(store.read_loads(killed)) == 1  # ... and the process died before recording it
     committed_load_id = DeltaTable(f"{killed}/{TABLE}").history(1)[0]["deltamerge.load_id"]
 
     retry = run_load(source, spark=spark, **backfill_week(killed, WEEK_TWO, try_number=2))
@@ -230,4 +234,4 @@ def test_a_killed_process_after_its_commit_is_finished_by_the_retry(spark, tmp_p
     assert retry.load_id == committed_load_id and retry.table_version == 1
     assert DeltaTable(f"{killed}/{TABLE}").version() == 1  # nothing applied again
     assert snapshot(killed) == snapshot(clean)
-    assert [r["try_number"] for r in state.read_loads(killed)] == [1, 1]
+    assert [r["try_number"] for r in store.read_loads(killed)] == [1, 1]

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import Incremental, backfill_windows, run_load, state
+from airflow_provider_deltamerge import Incremental, backfill_windows, run_load
+from airflow_provider_deltamerge.delta import store
 
 pytestmark = pytest.mark.spark
 
@@ -86,7 +87,7 @@ def test_weekly_backfill_of_flights_matches_the_source_week_by_week(spark, datas
     ]  # later rows stay out
     assert not table.duplicated(NATURAL_KEY).any()
 
-    recorded = [(r["window_start"], r["window_end"]) for r in state.read_loads(dataset, table_name="flights")]
+    recorded = [(r["window_start"], r["window_end"]) for r in store.read_loads(dataset, table_name="flights")]
     assert recorded == [(s.isoformat(), e.isoformat()) for s, e in [*WEEKS, WEEKS[1]]]
-    windows = state.latest_state(dataset, "deltamerge", "flights")["windows"]
+    windows = store.latest_state(dataset, "deltamerge", "flights")["windows"]
     assert [w["rows"] for w in windows] == [count_in(flights, s, e) for s, e in [*WEEKS, WEEKS[1]]]

@@ -12,9 +12,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import Incremental, run_load, state
-from airflow_provider_deltamerge.cursor import CursorColumnMissingError, CursorValueMissingError
-from airflow_provider_deltamerge.incremental import json_safe
+from airflow_provider_deltamerge import Incremental, run_load
+from airflow_provider_deltamerge.delta import store
+from airflow_provider_deltamerge.errors import CursorColumnMissingError, CursorValueMissingError
+from airflow_provider_deltamerge.spec.incremental import json_safe
 from tests.helpers import read_rows, table_version
 
 pytestmark = pytest.mark.spark
@@ -38,11 +39,11 @@ def ids(dataset, table="events") -> list:
 
 
 def cursor_entry(dataset, cursor="ts", table="events") -> dict:
-    return state.latest_state(dataset, PIPELINE, table)["incremental"][cursor]
+    return store.latest_state(dataset, PIPELINE, table)["incremental"][cursor]
 
 
 def loads_of(dataset, table="events") -> list[dict]:
-    return state.read_loads(dataset, PIPELINE, table)
+    return store.read_loads(dataset, PIPELINE, table)
 
 
 # -- cursor types, the stored last value and boundary dedup (INC-2..INC-8, INC-13) ------------------
@@ -84,7 +85,7 @@ def test_a_run_without_new_rows_loads_nothing_and_records_nothing(spark, dataset
     incremental = Incremental("ts", initial_value="2024-01-01T00:00:00Z")
     batch = [{"id": n, "ts": day(n)} for n in (1, 2, 3)]
     load(spark, dataset, batch, incremental, primary_key="id")
-    state_before = state.latest_state(dataset, PIPELINE, "events")
+    state_before = store.latest_state(dataset, PIPELINE, "events")
 
     again = load(spark, dataset, batch, incremental, primary_key="id")  # INC-15
 
@@ -92,7 +93,7 @@ def test_a_run_without_new_rows_loads_nothing_and_records_nothing(spark, dataset
     assert again.metrics["rows_staged"] == 0
     assert table_version(f"{dataset}/events") == 0
     assert len(loads_of(dataset)) == 1
-    assert state.latest_state(dataset, PIPELINE, "events") == state_before
+    assert store.latest_state(dataset, PIPELINE, "events") == state_before
 
 
 @pytest.mark.parametrize(
@@ -197,7 +198,7 @@ def test_on_cursor_value_missing(spark, dataset, mode):
         assert str(raised.value).startswith("incremental cursor 'ts' is null or missing in 2 of 3 row(s).")
         assert "on_cursor_value_missing='include'" in str(raised.value)
         assert (raised.value.missing_rows, raised.value.total_rows) == (2, 3)
-        assert state.read_loads(dataset) == []
+        assert store.read_loads(dataset) == []
         return
 
     load(spark, dataset, batch, incremental)
@@ -214,7 +215,7 @@ def test_a_cursor_column_absent_from_the_data_is_named(spark, dataset):
     assert str(raised.value).startswith(
         "incremental cursor 'updated_at' is not in the data; columns present: id, ts."
     )
-    assert state.read_loads(dataset) == []
+    assert store.read_loads(dataset) == []
 
 
 def test_end_value_backfill_leaves_the_cursor_alone_or_moves_it_only_forward(spark, dataset):
@@ -242,7 +243,7 @@ def test_end_value_backfill_leaves_the_cursor_alone_or_moves_it_only_forward(spa
         spark, dataset, [{"id": n} for n in range(1, 13)], stateful
     )  # continues after 9: 9 is a known boundary row
     assert ids(dataset) == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12]
-    windows = state.latest_state(dataset, PIPELINE, "events")["windows"]
+    windows = store.latest_state(dataset, PIPELINE, "events")["windows"]
     assert [(w["rule"], w["start"], w["end"], w["rows"]) for w in windows] == [
         ("stateful-incremental", 1, None, 5),
         ("end-value-range", 0, 2, 2),
@@ -260,7 +261,7 @@ def test_replace_resets_the_cursor_every_run(spark, dataset):
     assert ids(dataset) == [2, 3]
     entry = cursor_entry(dataset, "id")
     assert (entry["last_value"], entry["start_value"]) == (3, 2)
-    assert len(state.latest_state(dataset, PIPELINE, "events")["windows"]) == 1  # the old windows went too
+    assert len(store.latest_state(dataset, PIPELINE, "events")["windows"]) == 1  # the old windows went too
 
 
 def test_dotted_cursor_path_reads_a_struct_field(spark, dataset):
@@ -298,6 +299,6 @@ def test_a_live_source_is_read_once_so_the_cursor_matches_the_loaded_rows(spark,
         assert len({r["id"] for r in loaded}) == len(loaded)  # nothing loaded twice
         assert cursor_entry(dataset)["last_value"] == max(r["ts"] for r in loaded).isoformat()
         assert (
-            state.latest_state(dataset, PIPELINE, "events")["windows"][-1]["rows"]
+            store.latest_state(dataset, PIPELINE, "events")["windows"][-1]["rows"]
             == info.metrics["rows_staged"]
         )

@@ -7,11 +7,10 @@ import re
 import time
 from datetime import datetime, timezone
 
-import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import run_load, state
-from airflow_provider_deltamerge.faults import InjectedFault
+from airflow_provider_deltamerge import run_load
+from airflow_provider_deltamerge.delta import store
 from tests.helpers import read_rows, table_version
 
 LOAD_ID = re.compile(r"^\d{10}\.\d{6}$")  # epoch seconds with microseconds (LD-1)
@@ -92,7 +91,9 @@ def test_each_load_has_a_new_increasing_id_one_commit_and_one_loads_row(spark, d
 def test_load_ids_stay_increasing_after_a_newer_recorded_load(spark, dataset):
     """Ids grow past the newest recorded load of the dataset, even one stamped by a clock ahead of ours."""
     future = f"{time.time() + 3600:.6f}"
-    state.record_load(dataset, state.LoadRecord(future, "other", "elsewhere", 0, {}))
+    store.record_load(
+        store.StoreSnapshot.read(dataset), store.LoadRecord(future, "other", "elsewhere", 0, {})
+    )
     info = load(spark, dataset, [{"id": 1}], write_disposition="append")
     assert float(info.load_id) > float(future)
     assert LOAD_ID.match(info.load_id)
@@ -141,30 +142,28 @@ def test_loads_without_cursor_state_write_no_pipeline_state_rows(spark, dataset)
     # the pipeline state did not change, so no package carries a state row (LD-7)
     path = f"{dataset}/_dlt_pipeline_state"
     assert not DeltaTable.is_deltatable(path) or DeltaTable(path).to_pyarrow_table().num_rows == 0
-    assert state.latest_state(dataset, "helpdesk", "tickets") is None
+    assert store.latest_state(dataset, "helpdesk", "tickets") is None
 
 
-def test_pipeline_state_newest_completed_load_wins(dataset, monkeypatch):
+def test_pipeline_state_newest_completed_load_wins(dataset):
     """The state tables on their own (no Spark): append-only, newest completed row wins (LD-7)."""
 
-    def record(load_id, cursor):
-        state.record_load(
-            dataset, state.LoadRecord(load_id, "crm", "users", 1, {}, state={"last_value": cursor})
+    def record(load_id, cursor, write=store.record_load):
+        write(
+            store.StoreSnapshot.read(dataset),
+            store.LoadRecord(load_id, "crm", "users", 1, {}, state={"last_value": cursor}),
         )
 
     record("1700000000.000001", 10)
     record("1700000000.000003", 30)
     record("1700000000.000002", 20)  # recorded late, but older
-    monkeypatch.setenv("DELTAMERGE_FAIL_AT", "after_state_row")
-    with pytest.raises(InjectedFault):
-        record("1700000000.000004", 40)  # state row written, load never completed
-    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
-    assert state.latest_state(dataset, "crm", "users") == {"last_value": 30}
-    assert state.latest_state(dataset, "crm", "other") is None
+    record("1700000000.000004", 40, write=store.write_state_row)  # state row written, load never completed
+    assert store.latest_state(dataset, "crm", "users") == {"last_value": 30}
+    assert store.latest_state(dataset, "crm", "other") is None
     states = DeltaTable(f"{dataset}/_dlt_pipeline_state").to_pyarrow_table().to_pylist()
     assert sorted(r["_dlt_load_id"] for r in states) == [f"1700000000.00000{i}" for i in (1, 2, 3, 4)]
     assert all(r["pipeline_name"] == "crm" and r["version_hash"] for r in states)
     record("1700000000.000004", 40)  # completing it later does not write its state row twice
     assert DeltaTable(f"{dataset}/_dlt_pipeline_state").to_pyarrow_table().num_rows == 4
-    assert state.latest_state(dataset, "crm", "users") == {"last_value": 40}
+    assert store.latest_state(dataset, "crm", "users") == {"last_value": 40}
     assert len(loads_table(dataset)) == 4

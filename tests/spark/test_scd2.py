@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.state import read_loads
+from airflow_provider_deltamerge.delta.store import read_loads
 from tests.helpers import table_version
 
 pytestmark = pytest.mark.spark

@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.state import read_loads
+from airflow_provider_deltamerge.delta.store import read_loads
 
 pytestmark = pytest.mark.spark
 

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from airflow_provider_deltamerge import ConfigError, Incremental, run_load, state
+from airflow_provider_deltamerge import ConfigError, Incremental, run_load
+from airflow_provider_deltamerge.delta import store
 from tests.helpers import read_rows, table_version
 
 pytestmark = pytest.mark.spark
@@ -94,7 +95,7 @@ def loaded_windows(dataset, table="events") -> list[tuple[str, str, int]]:
 
 
 def stored_windows(dataset, table="events") -> list[tuple]:
-    windows = state.latest_state(dataset, PIPELINE, table)["windows"]
+    windows = store.latest_state(dataset, PIPELINE, table)["windows"]
     return [(w["start"], w["end"], w["rule"], w["rows"]) for w in windows]
 
 
@@ -117,7 +118,7 @@ def test_manual_run_with_conf_loads_exactly_that_range_and_keeps_the_cursor(spar
         run("manual", conf={"start": "2024-01-02T00:00:00Z", "end": "2024-01-03T00:00:00Z"}),
     )
     assert table_ts(dataset) == in_window(source, at(2), at(3)) + in_window(source, at(6), at(8))
-    assert state.latest_state(dataset, PIPELINE, "events")["incremental"]["ts"]["last_value"] == iso(
+    assert store.latest_state(dataset, PIPELINE, "events")["incremental"]["ts"]["last_value"] == iso(
         at(7, 12)
     )
     assert loaded_windows(dataset) == [
@@ -185,7 +186,7 @@ def test_manual_run_without_conf_loads_from_the_stored_cursor_to_now(spark, data
     assert table_ts(dataset) == in_window(source, at(3), at(11))
     assert info.window["rule"] == "manual-from-cursor" and info.window["stateful"]
     assert info.window["start"] == iso(at(4, 12)) and datetime.fromisoformat(info.window["end"]) >= before
-    assert state.latest_state(dataset, PIPELINE, "events")["incremental"]["ts"]["last_value"] == iso(at(10))
+    assert store.latest_state(dataset, PIPELINE, "events")["incremental"]["ts"]["last_value"] == iso(at(10))
 
 
 def test_a_date_string_cursor_splits_at_the_right_day(spark, dataset):
@@ -204,8 +205,8 @@ def test_every_airflow_run_type_has_a_window_rule():
     """Each of Airflow's DagRunType values maps to a rule (a run type added by Airflow fails here)."""
     from airflow.utils.types import DagRunType
 
-    from airflow_provider_deltamerge.specs import RunContext
-    from airflow_provider_deltamerge.window import resolve_window
+    from airflow_provider_deltamerge.spec.run import RunContext
+    from airflow_provider_deltamerge.spec.window import resolve_window
 
     expected = {
         "scheduled": "schedule-period",

@@ -13,26 +13,25 @@ import pytest
 from pyspark.sql import functions as F
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.delta_config import ENV_VAR
-from airflow_provider_deltamerge.errors import ConfigError, ConflictError
-from airflow_provider_deltamerge.expressions import And, Cmp, Col, Lit
-from airflow_provider_deltamerge.planning import MergePlan, Operation, plan_load
-from airflow_provider_deltamerge.scd2 import Scd2Settings, plan_scd2
-from airflow_provider_deltamerge.specs import TableHints, WriteDisposition
-from airflow_provider_deltamerge.state import read_loads
-from airflow_provider_deltamerge.writers import delta_spark, select_writer
-from airflow_provider_deltamerge.writers.base import CommitRequest
-from airflow_provider_deltamerge.writers.delta_rs import DeltaRsWriter
-from airflow_provider_deltamerge.writers.delta_spark import (
+from airflow_provider_deltamerge.delta import delta_spark
+from airflow_provider_deltamerge.delta.delta_rs import DeltaRsWriter
+from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter, delta_spark_status, session_conf
+from airflow_provider_deltamerge.delta.selection import select_writer
+from airflow_provider_deltamerge.delta.spark_sql import (
     TXN_APP_ID_CONF,
     TXN_VERSION_CONF,
     USER_METADATA_CONF,
-    DeltaSparkWriter,
-    delta_spark_status,
     merge_builder,
     render_spark,
-    session_conf,
 )
+from airflow_provider_deltamerge.delta.store import read_loads
+from airflow_provider_deltamerge.delta.writer import CommitRequest
+from airflow_provider_deltamerge.errors import ConfigError, ConflictError
+from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
+from airflow_provider_deltamerge.plan.merge import MergePlan, Operation, plan_load
+from airflow_provider_deltamerge.plan.scd2 import Scd2Settings, plan_scd2
+from airflow_provider_deltamerge.spec.delta_jars import ENV_VAR
+from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 from tests.helpers import read_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
@@ -65,7 +64,7 @@ def writer(spark):
 
 
 def test_auto_without_delta_classes_uses_delta_rs_and_logs_why(spark, without_delta, caplog):
-    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.writers")
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
     chosen = select_writer("auto", spark)
     assert isinstance(chosen, DeltaRsWriter) and chosen.name == "delta-rs"
     assert any(
@@ -85,7 +84,7 @@ def test_delta_spark_without_delta_classes_is_a_config_error_saying_how_to_provi
 
 
 def test_auto_with_delta_classes_uses_delta_spark(spark, writer, caplog):
-    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.writers")
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
     chosen = select_writer("auto", spark)
     assert isinstance(chosen, DeltaSparkWriter) and chosen.name == "delta-spark"
     assert any("writer delta-spark" in r.getMessage() for r in caplog.records)

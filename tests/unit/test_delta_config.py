@@ -6,7 +6,9 @@ import os
 
 import pytest
 
-from airflow_provider_deltamerge.delta_config import (
+from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.spark.session import LOCAL_SESSION_CONF, local_session_conf, python_conf
+from airflow_provider_deltamerge.spec.delta_jars import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
     ENV_VAR,
@@ -15,8 +17,6 @@ from airflow_provider_deltamerge.delta_config import (
     merge_spark_conf,
     parse_delta_jars,
 )
-from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.session import LOCAL_SESSION_CONF, local_session_conf, python_conf
 
 DELTA_SQL = {"spark.sql.extensions": DELTA_EXTENSION, "spark.sql.catalog.spark_catalog": DELTA_CATALOG}
 COORDINATE = "io.delta:delta-spark_2.13:4.0.0"

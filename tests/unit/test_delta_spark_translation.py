@@ -12,25 +12,13 @@ from datetime import datetime, timezone
 import pytest
 from delta.tables import DeltaMergeBuilder, DeltaTable
 
-from airflow_provider_deltamerge.expressions import And, Cmp, Col, Lit
-from airflow_provider_deltamerge.planning import MergePlan, Operation, plan_load
-from airflow_provider_deltamerge.scd2 import Scd2Settings, plan_scd2
-from airflow_provider_deltamerge.specs import TableHints, WriteDisposition
-from airflow_provider_deltamerge.writers.base import (
-    MERGE_METRICS_FROM_DELTA_RS,
-    CommitRequest,
-    our_metadata,
-    write_metrics,
-)
-from airflow_provider_deltamerge.writers.delta_spark import (
+from airflow_provider_deltamerge.delta.delta_spark import TableRef, load_table
+from airflow_provider_deltamerge.delta.spark_sql import (
     TXN_APP_ID_CONF,
     TXN_VERSION_CONF,
     USER_METADATA_CONF,
-    TableRef,
-    load_table,
     logged_commit,
     merge_builder,
-    merge_metrics,
     merge_session_conf,
     parse_user_metadata,
     render_spark,
@@ -39,6 +27,17 @@ from airflow_provider_deltamerge.writers.delta_spark import (
     write_mode,
     write_options,
 )
+from airflow_provider_deltamerge.delta.writer import (
+    MERGE_METRICS_FROM_DELTA_RS,
+    CommitRequest,
+    merge_metrics,
+    our_metadata,
+    write_metrics,
+)
+from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
+from airflow_provider_deltamerge.plan.merge import MergePlan, Operation, plan_load
+from airflow_provider_deltamerge.plan.scd2 import Scd2Settings, plan_scd2
+from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 
 UTC = timezone.utc
 B = datetime(2024, 4, 9, 18, 27, 53, 734235, tzinfo=UTC)
@@ -211,7 +210,7 @@ def test_scd2_with_merge_key_retires_via_helper_rows_and_inserts_without_helpers
 
 
 def test_a_clause_without_translation_is_refused():
-    from airflow_provider_deltamerge.planning import Clause
+    from airflow_provider_deltamerge.plan.merge import Clause
 
     plan = MergePlan(Operation.MERGE, on=Lit(True), clauses=(Clause("not_matched", "delete"),))
     with pytest.raises(ValueError, match="no translation for clause"):

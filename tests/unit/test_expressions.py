@@ -6,7 +6,9 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from airflow_provider_deltamerge.expressions import (
+from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.spark_sql import SparkSqlDialect
+from airflow_provider_deltamerge.plan.expressions import (
     SOURCE,
     TARGET,
     And,
@@ -21,8 +23,6 @@ from airflow_provider_deltamerge.expressions import (
     render,
     same,
 )
-from airflow_provider_deltamerge.writers.delta_rs import DataFusionDialect
-from airflow_provider_deltamerge.writers.delta_spark import SparkSqlDialect
 
 SPARKISH = SparkSqlDialect()  # the tree holds no dialect of its own: each writer brings one
 DATAFUSION = DataFusionDialect()

@@ -8,14 +8,8 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.incremental import (
-    Incremental,
-    backfill_windows,
-    coerce_bound,
-    cursor_state,
-    json_safe,
-    parse_every,
-)
+from airflow_provider_deltamerge.spec.incremental import Incremental, coerce_bound, cursor_state, json_safe
+from airflow_provider_deltamerge.spec.window import backfill_windows, parse_every
 
 UTC = timezone.utc
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.naming import direct, naming_convention, normalize_columns, snake_case
+from airflow_provider_deltamerge.spec.naming import direct, naming_convention, normalize_columns, snake_case
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_deltamerge.expressions import SOURCE, TARGET, Col, Lit, Not, eq, same
-from airflow_provider_deltamerge.planning import (
+from airflow_provider_deltamerge.plan.expressions import SOURCE, TARGET, Col, Lit, Not, eq, same
+from airflow_provider_deltamerge.plan.merge import (
     ACTION,
     HARD_DELETE_FLAG,
     Clause,
@@ -13,7 +13,7 @@ from airflow_provider_deltamerge.planning import (
     SourceShape,
     plan_load,
 )
-from airflow_provider_deltamerge.specs import TableHints, WriteDisposition
+from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 
 APPEND = WriteDisposition.parse("append")
 REPLACE = WriteDisposition.parse("replace")

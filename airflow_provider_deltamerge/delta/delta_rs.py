@@ -1,0 +1,279 @@
+"""The delta-rs writer: commits a MergePlan with the `deltalake` package from the Spark driver.
+
+The staged batch travels from Spark as Arrow. Every plan becomes one commit; a MERGE that changes
+nothing (delta-rs then writes no commit) is followed by an empty append that carries the load's
+metadata and txn, so every recorded load has its commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from ..errors import ConflictError, SchemaError
+from ..plan.expressions import SOURCE, TARGET, render
+from ..plan.merge import Clause, MergePlan, Operation
+from .writer import (
+    METADATA_PREFIX,
+    CommitRequest,
+    CommitResult,
+    LoggedCommit,
+    merge_metrics,
+    our_metadata,
+    write_metrics,
+)
+
+log = logging.getLogger(__name__)
+
+LANDED_SEARCH_DEPTH = 50  # commits searched for a load's own commit right after making it
+
+
+class DataFusionDialect:
+    """SQL as delta-rs parses it: double-quoted identifiers, microsecond UTC timestamp literals."""
+
+    @staticmethod
+    def quote(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    @staticmethod
+    def timestamp(value: datetime) -> str:
+        # A plain literal is typed Timestamp(ns) and overflows on tables holding 9999-12-31 markers.
+        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, Some(\"UTC\"))')"
+
+    @staticmethod
+    def timestamp_ntz(value: datetime) -> str:
+        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, None)')"
+
+    @staticmethod
+    def date(value: date) -> str:
+        return f"arrow_cast('{value.isoformat()}', 'Date32')"
+
+
+@dataclass
+class DeltaRsSnapshot:
+    table: DeltaTable
+    version: int
+    schema: object  # pyspark StructType
+
+    def row_count(self) -> int | None:
+        counts = self.table.get_add_actions(flatten=True).column("num_records").to_pylist()
+        return None if any(c is None for c in counts) else sum(counts)
+
+
+def spark_to_arrow(df) -> pa.Table:
+    """The DataFrame as one Arrow table, every column nullable (timestamps in UTC).
+
+    Spark marks some columns non-nullable (spark.range ids, arithmetic on them); tables created from
+    such a schema would refuse the helper rows of later merges, so columns are stored nullable as dlt
+    stores them. Behind one function so the transfer can stream later.
+    """
+    table = df.toArrow()
+    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+
+
+class DeltaRsWriter:
+    name = "delta-rs"
+
+    def snapshot(self, spark, path: str) -> DeltaRsSnapshot | None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        try:
+            table = DeltaTable(path)
+        except TableNotFoundError:
+            return None
+        arrow_schema = pa.schema(table.schema().to_arrow())
+        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema))
+
+    def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
+        """The snapshot's columns in Spark: its parquet files where that is exact, else read via delta-rs."""
+        schema = snapshot.schema
+        wanted = type(schema)([schema[c] for c in columns])
+        if _plain_parquet_readable(snapshot.table):
+            files = snapshot.table.file_uris()
+            if not files:
+                return spark.createDataFrame([], wanted)
+            full = spark.read.schema(schema).option("basePath", snapshot.table.table_uri).parquet(*files)
+            return full.select(*columns)
+        arrow = snapshot.table.to_pyarrow_table(columns=columns)
+        return spark.createDataFrame(_without_view_types(arrow), wanted)
+
+    def commit(
+        self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest
+    ) -> CommitResult:
+        if snapshot is not None and _already_applied(snapshot.table, request):
+            return CommitResult(snapshot.version, {}, already_applied=True)
+        properties = CommitProperties(
+            custom_metadata=request.custom_metadata(),
+            app_transactions=[Transaction(request.app_id, request.txn_version)],
+        )
+        try:
+            if plan.operation is Operation.MERGE:
+                return self._merge(snapshot, plan, source, properties, request.load_id)
+            return self._write(path, snapshot, plan, source, properties, request.load_id)
+        except CommitFailedError as exc:
+            raise ConflictError(
+                f"another writer changed table {path} while this load was committing; nothing was written "
+                f"by this load. Retry the load. ({exc})"
+            ) from exc
+
+    def _merge(
+        self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, load_id: str
+    ) -> CommitResult:
+        dialect = DataFusionDialect()
+        data = spark_to_arrow(source)
+        merger = snapshot.table.merge(
+            data,
+            render(plan.on, dialect),
+            source_alias=SOURCE,
+            target_alias=TARGET,
+            merge_schema=_adds_columns(data.schema, snapshot, plan),
+            commit_properties=properties,
+        )
+        for clause in plan.clauses:
+            merger = _add_clause(merger, clause, list(plan.helper_columns), dialect)
+        metrics = merge_metrics(merger.execute())
+        if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
+            self._empty_commit(snapshot.table, properties)
+        return CommitResult(int(_landed_commit(snapshot.table.table_uri, load_id)["version"]), metrics)
+
+    def _write(self, path: str, snapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
+        data = spark_to_arrow(source)
+        overwrite = plan.operation is Operation.OVERWRITE
+        rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
+        write_deltalake(
+            snapshot.table if snapshot is not None else path,
+            data,
+            mode="overwrite" if overwrite else "append",
+            schema_mode="merge",
+            predicate=render(plan.replace_where, DataFusionDialect())
+            if plan.replace_where is not None
+            else None,
+            commit_properties=properties,
+        )
+        logged = _landed_commit(path, load_id)
+        written = logged.get("operationMetrics", {})
+        metrics = write_metrics(
+            data.num_rows,
+            int(written.get("num_added_files", 0)),
+            int(written.get("num_removed_files", 0)),
+            rows_deleted,
+        )
+        return CommitResult(int(logged["version"]), metrics)
+
+    @staticmethod
+    def _empty_commit(table: DeltaTable, properties) -> None:
+        empty = pa.schema(table.schema().to_arrow()).empty_table()
+        write_deltalake(table, empty, mode="append", commit_properties=properties)
+
+    def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
+        try:
+            entries = DeltaTable(path).history(limit)
+        except TableNotFoundError:
+            return []
+        return [_logged_commit(e) for e in entries]
+
+
+def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:
+    """Whether the merge must add columns. Only then is merge_schema on: with it, delta-rs 1.6 writes
+    NULL into the copied rows of non-nullable target columns and fails the commit."""
+    present = set(snapshot.schema.fieldNames()) | set(plan.helper_columns)
+    new = [name for name in source.names if name not in present]
+    if new and any(not f.nullable for f in snapshot.schema.fields):
+        required = [f.name for f in snapshot.schema.fields if not f.nullable]
+        raise SchemaError(
+            snapshot.table.table_uri,
+            new[0],
+            "absent",
+            "new",
+            reason=f"the batch adds column {new[0]!r} to table {snapshot.table.table_uri}, but the table has "
+            f"non-nullable columns {required}, with which delta-rs cannot add columns in a merge. "
+            "Nothing was "
+            "loaded. Make those columns nullable, or add the new column to the table first.",
+        )
+    return bool(new)
+
+
+def _find_commit(path: str, load_id: str) -> dict | None:
+    for entry in DeltaTable(path).history(LANDED_SEARCH_DEPTH):
+        if entry.get(METADATA_PREFIX + "load_id") == load_id:
+            return entry
+    return None
+
+
+def _landed_commit(path: str, load_id: str) -> dict:
+    """The history entry of this load's commit. Two writers creating a table at the same moment can both
+    believe they wrote its first version while only one did, so a commit counts only once it is seen."""
+    entry = _find_commit(path, load_id)
+    if entry is not None:
+        return entry
+    raise ConflictError(
+        f"the commit of load {load_id} is not in the history of {path}: a concurrent writer replaced it. "
+        "Nothing of this load is visible; retry the load."
+    )
+
+
+def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
+    """Rows an overwrite removes: all of them, as far as file statistics tell; unknown for a partial one."""
+    if snapshot is None:
+        return 0
+    return snapshot.row_count() if plan.replace_where is None else None
+
+
+def _logged_commit(entry: dict) -> LoggedCommit:
+    raw = entry.get("operationMetrics") or {}
+    if entry.get("operation") == "MERGE":
+        metrics = merge_metrics(raw)
+    else:
+        counts = (int(raw.get(k, 0)) for k in ("num_added_rows", "num_added_files", "num_removed_files"))
+        appended = (entry.get("operationParameters") or {}).get("mode") == "Append"
+        metrics = write_metrics(*counts, rows_deleted=0 if appended else None)
+    return LoggedCommit(int(entry["version"]), str(entry.get("operation")), our_metadata(entry), metrics)
+
+
+def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
+    condition = render(clause.condition, dialect) if clause.condition is not None else None
+    if clause.when == "matched" and clause.action == "delete":
+        return merger.when_matched_delete(predicate=condition)
+    if clause.when == "matched" and clause.action == "update_all":
+        return merger.when_matched_update_all(predicate=condition, except_cols=helpers or None)
+    if clause.when == "not_matched" and clause.action == "insert_all":
+        return merger.when_not_matched_insert_all(predicate=condition, except_cols=helpers or None)
+    assignments = {dialect.quote(col): render(value, dialect) for col, value in clause.assignments}
+    if clause.when == "matched" and clause.action == "update":
+        return merger.when_matched_update(assignments, predicate=condition)
+    if clause.when == "not_matched_by_source" and clause.action == "update":
+        return merger.when_not_matched_by_source_update(assignments, predicate=condition)
+    raise ValueError(f"the delta-rs writer has no translation for clause {clause}")
+
+
+def _already_applied(table: DeltaTable, request: CommitRequest) -> bool:
+    """Whether this load id already committed. delta-rs records txn versions but does not enforce them,
+    and loads of one table may commit out of load-id order, so look for the load's own commit."""
+    applied = table.transaction_version(request.app_id)
+    if applied is None or applied < request.txn_version:
+        return False
+    return _find_commit(table.table_uri, request.load_id) is not None
+
+
+def _plain_parquet_readable(table: DeltaTable) -> bool:
+    """Spark reads the data files exactly only without deletion vectors and column mapping."""
+    features = set(table.protocol().reader_features or [])
+    mapping = (table.metadata().configuration or {}).get("delta.columnMapping.mode", "none")
+    return not ({"deletionVectors", "columnMapping"} & features) and mapping == "none"
+
+
+def _without_view_types(table: pa.Table) -> pa.Table:
+    """Spark cannot take string_view / binary_view columns; cast them to their plain forms."""
+    fields = []
+    for f in table.schema:
+        if f.type == pa.string_view():
+            f = f.with_type(pa.string())
+        elif f.type == pa.binary_view():
+            f = f.with_type(pa.binary())
+        fields.append(f)
+    return table.cast(pa.schema(fields))

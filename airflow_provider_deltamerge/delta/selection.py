@@ -1,0 +1,36 @@
+"""Which Delta writer a load gets: delta-spark where Delta's JVM classes load, else delta-rs."""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import ConfigError
+from ..spec.checks import choice
+from ..spec.options import BACKENDS
+from .delta_rs import DeltaRsWriter
+from .delta_spark import DeltaSparkWriter, delta_spark_status
+
+log = logging.getLogger(__name__)
+
+
+def select_writer(backend: str, spark):
+    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs."""
+    choice("backend", backend, BACKENDS)
+    if backend == "delta-rs":
+        return DeltaRsWriter()
+    available, why = delta_spark_status(spark)
+    if backend == "delta-spark" and not available:
+        raise ConfigError(
+            "backend",
+            f"'delta-spark' needs Delta Lake's JVM classes in the Spark session, but {why}. Provide local "
+            "jars when the session is built: default_session(delta_jars=[...delta-spark and delta-storage "
+            "jars...]), or spark.jars / spark-submit --jars, with "
+            "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension and "
+            "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog; "
+            "or use backend='delta-rs' or 'auto'",
+        )
+    if available:
+        log.info("writer delta-spark (backend %r): %s", backend, why)
+        return DeltaSparkWriter(spark)
+    log.info("writer delta-rs (backend 'auto'): %s", why)
+    return DeltaRsWriter()

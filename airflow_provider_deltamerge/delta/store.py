@@ -1,0 +1,311 @@
+"""The dataset's own tables: `_dlt_loads` (one row per completed load) and `_dlt_pipeline_state`.
+
+Both are Delta tables beside the data, written with delta-rs from the driver whatever the data writer.
+A load reads both ONCE, at its start, into a `StoreSnapshot` that the rest of the load is handed; the
+writes below keep that snapshot current. The target table's commit is the source of truth and these
+tables index it: a load whose commit landed but whose rows here were not written is recorded from the
+commit's metadata (`record_unrecorded_loads`), so nothing is applied twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from ..errors import ConflictError
+from ..spec.naming import LOAD_ID, table_path
+from .locking import creation_lock
+
+log = logging.getLogger(__name__)
+
+LOADS_TABLE = "_dlt_loads"
+STATE_TABLE = "_dlt_pipeline_state"
+STATE_ENGINE_VERSION = 1
+HISTORY_DEPTH = 25  # commits of a table looked at for unrecorded loads: a crash is mended by the next load
+_WRITE_ATTEMPTS = 5
+_APPENDED_SEARCH_DEPTH = 50  # commits of a state table searched for an append right after making it
+_RECORD_KEY = "deltamerge.record"  # commit metadata of a state-table append: the load id it records
+
+LOADS_SCHEMA = pa.schema(
+    [
+        ("load_id", pa.string()),
+        ("schema_name", pa.string()),
+        ("status", pa.int64()),
+        ("inserted_at", pa.timestamp("us", tz="UTC")),
+        ("schema_version_hash", pa.string()),
+        ("table_name", pa.string()),
+        ("window_start", pa.string()),
+        ("window_end", pa.string()),
+        ("table_version", pa.int64()),
+        ("metrics", pa.string()),
+        ("dag_id", pa.string()),
+        ("task_id", pa.string()),
+        ("run_id", pa.string()),
+        ("try_number", pa.int64()),
+    ]
+)
+STATE_SCHEMA = pa.schema(
+    [
+        ("version", pa.int64()),
+        ("engine_version", pa.int64()),
+        ("pipeline_name", pa.string()),
+        ("table_name", pa.string()),
+        ("state", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("version_hash", pa.string()),
+        (LOAD_ID, pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class LoadRecord:
+    """Everything the state tables hold about one completed load."""
+
+    load_id: str
+    pipeline_name: str
+    table_name: str
+    table_version: int
+    metrics: dict[str, Any]
+    window: dict[str, Any] | None = None
+    run: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] | None = None  # the table's new cursor state, if the load changed it
+
+
+def read_table(path: str) -> list[dict[str, Any]]:
+    """Every row of one state table; the only place their rows are read."""
+    try:
+        return DeltaTable(path).to_pyarrow_table().to_pylist()
+    except TableNotFoundError:
+        return []
+
+
+@dataclass
+class StoreSnapshot:
+    """The dataset's `_dlt_loads` and `_dlt_pipeline_state`, read once; writes here keep it current."""
+
+    dataset: str
+    loads: list[dict[str, Any]]  # oldest first, `metrics` parsed
+    state_rows: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, dataset: str) -> StoreSnapshot:
+        return cls(
+            dataset,
+            _parsed_loads(read_table(table_path(dataset, LOADS_TABLE))),
+            read_table(_state_path(dataset)),
+        )
+
+    def loads_of(self, pipeline_name: str | None = None, table_name: str | None = None) -> list[dict]:
+        return [
+            r
+            for r in self.loads
+            if (pipeline_name is None or r["schema_name"] == pipeline_name)
+            and (table_name is None or r["table_name"] == table_name)
+        ]
+
+    def load(self, load_id: str) -> dict | None:
+        return next((r for r in self.loads if r["load_id"] == load_id), None)
+
+    def newest_load_id(self) -> str | None:
+        return self.loads[-1]["load_id"] if self.loads else None
+
+    def has_state_row(self, load_id: str) -> bool:
+        return any(r[LOAD_ID] == load_id for r in self.state_rows)
+
+    def latest_state(self, pipeline_name: str, table_name: str) -> dict | None:
+        """The newest stored state of a table whose load completed (has a `_dlt_loads` row)."""
+        completed = {r["load_id"] for r in self.loads_of(pipeline_name, table_name)}
+        rows = [
+            r
+            for r in self.state_rows
+            if r["pipeline_name"] == pipeline_name
+            and r["table_name"] == table_name
+            and r[LOAD_ID] in completed
+        ]
+        if not rows:
+            return None
+        return json.loads(max(rows, key=lambda r: float(r[LOAD_ID]))["state"])
+
+
+def _parsed_loads(rows: list[dict]) -> list[dict]:
+    parsed = [{**r, "metrics": json.loads(r["metrics"]) if r["metrics"] else {}} for r in rows]
+    return sorted(parsed, key=lambda r: float(r["load_id"]))
+
+
+def _state_path(dataset: str) -> str:
+    return table_path(dataset, STATE_TABLE)
+
+
+# -- reading outside a load (the hook, tests, tools) ---------------------------------------------------
+
+
+def read_loads(dataset: str, pipeline_name: str | None = None, table_name: str | None = None) -> list[dict]:
+    """Completed loads, oldest first, with `metrics` parsed."""
+    loads = _parsed_loads(read_table(table_path(dataset, LOADS_TABLE)))
+    return StoreSnapshot(dataset, loads, []).loads_of(pipeline_name, table_name)
+
+
+def read_load(dataset: str, load_id: str) -> dict | None:
+    return next((r for r in read_loads(dataset) if r["load_id"] == load_id), None)
+
+
+def latest_state(dataset: str, pipeline_name: str, table_name: str) -> dict | None:
+    return StoreSnapshot.read(dataset).latest_state(pipeline_name, table_name)
+
+
+# -- writing: the state row, then the `_dlt_loads` row that completes the load ----------------------------
+
+
+def record_load(snapshot: StoreSnapshot, record: LoadRecord) -> None:
+    """Both rows of a load; idempotent (a recorded load is left alone, a state row is not repeated)."""
+    write_state_row(snapshot, record)
+    write_load_row(snapshot, record)
+
+
+def write_state_row(snapshot: StoreSnapshot, record: LoadRecord) -> None:
+    """The load's new cursor state, unless it has none, is recorded, or has its state row already."""
+    if record.state is None or snapshot.load(record.load_id) or snapshot.has_state_row(record.load_id):
+        return
+    row = _state_row(record, datetime.now(timezone.utc))
+    _append(_state_path(snapshot.dataset), STATE_SCHEMA, row, record.load_id)
+    snapshot.state_rows.append(row)
+
+
+def write_load_row(snapshot: StoreSnapshot, record: LoadRecord) -> None:
+    """The `_dlt_loads` row that completes the load, unless the load is recorded already."""
+    if snapshot.load(record.load_id) is not None:
+        return
+    row = _loads_row(record, datetime.now(timezone.utc))
+    _append(table_path(snapshot.dataset, LOADS_TABLE), LOADS_SCHEMA, row, record.load_id)
+    snapshot.loads.append({**row, "metrics": record.metrics})
+    snapshot.loads.sort(key=lambda r: float(r["load_id"]))
+
+
+def _state_row(record: LoadRecord, now: datetime) -> dict:
+    text = json.dumps(record.state, sort_keys=True, default=str)
+    return {
+        "version": 1,
+        "engine_version": STATE_ENGINE_VERSION,
+        "pipeline_name": record.pipeline_name,
+        "table_name": record.table_name,
+        "state": text,
+        "created_at": now,
+        "version_hash": hashlib.sha256(text.encode()).hexdigest()[:20],
+        LOAD_ID: record.load_id,
+    }
+
+
+def _loads_row(record: LoadRecord, now: datetime) -> dict:
+    window = record.window or {}
+    return {
+        "load_id": record.load_id,
+        "schema_name": record.pipeline_name,
+        "status": 0,
+        "inserted_at": now,
+        "schema_version_hash": None,
+        "table_name": record.table_name,
+        "window_start": _text(window.get("start")),
+        "window_end": _text(window.get("end")),
+        "table_version": record.table_version,
+        "metrics": json.dumps(record.metrics, sort_keys=True, default=str),
+        "dag_id": record.run.get("dag_id"),
+        "task_id": record.run.get("task_id"),
+        "run_id": record.run.get("run_id"),
+        "try_number": record.run.get("try_number"),
+    }
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _append(path: str, schema: pa.Schema, row: dict, load_id: str) -> None:
+    """Append one row, until its commit is seen in the table's log: concurrent loads append too, and two
+    writers creating the table at the same moment can both believe they wrote its first version."""
+    data = pa.Table.from_pylist([row], schema=schema)
+    properties = CommitProperties(custom_metadata={_RECORD_KEY: load_id})
+    for attempt in range(1, _WRITE_ATTEMPTS + 1):
+        try:
+            if DeltaTable.is_deltatable(path):
+                write_deltalake(path, data, mode="append", commit_properties=properties)
+            else:
+                with creation_lock(path):
+                    write_deltalake(path, data, mode="append", commit_properties=properties)
+            if _appended(path, load_id):
+                return
+            log.warning("rows appended to %s were lost to a concurrent writer; appending again", path)
+        except CommitFailedError:
+            log.info("state table %s changed during the append; retrying (%d)", path, attempt)
+        time.sleep(0.1 * attempt)
+    raise ConflictError(
+        f"could not append to {path} in {_WRITE_ATTEMPTS} attempts while other loads wrote to it"
+    )
+
+
+def _appended(path: str, load_id: str) -> bool:
+    return any(e.get(_RECORD_KEY) == load_id for e in DeltaTable(path).history(_APPENDED_SEARCH_DEPTH))
+
+
+# -- recovery: loads whose commit landed but whose rows here were never written ---------------------------
+
+
+def record_unrecorded_loads(snapshot: StoreSnapshot, request, writer) -> list[LoadRecord]:
+    """Record every recent commit of this pipeline's loads of the request's table that the snapshot
+    lacks; return those records. `request` is a LoadRequest, `writer` the load's Delta writer."""
+    commits = [
+        c
+        for c in writer.history(request.table_path, HISTORY_DEPTH)
+        if c.metadata.get("load_id") and c.metadata.get("pipeline") == request.pipeline
+    ]
+    recorded = {r["load_id"] for r in snapshot.loads_of(request.pipeline, request.table)}
+    completed = []
+    for commit in sorted(commits, key=lambda c: c.version):
+        if commit.metadata["load_id"] in recorded:
+            continue
+        log.warning(
+            "load %s committed version %s of %s but was not recorded (the job stopped after its commit); "
+            "recording it now, nothing is applied again",
+            commit.metadata["load_id"],
+            commit.version,
+            request.table_path,
+        )
+        record = record_from_commit(commit)
+        record_load(snapshot, record)
+        completed.append(record)
+    return completed
+
+
+def record_from_commit(commit) -> LoadRecord:
+    meta = commit.metadata
+    window = meta.get("window") or None
+    metrics = {
+        **commit.metrics,
+        "load_id": meta["load_id"],
+        "table": meta.get("table"),
+        "table_version": commit.version,
+        "rows_extracted": meta.get("rows_extracted"),
+        "rows_staged": meta.get("rows_staged"),
+        "writer": meta.get("writer"),
+        "window_start": (window or {}).get("start"),
+        "window_end": (window or {}).get("end"),
+    }
+    return LoadRecord(
+        load_id=meta["load_id"],
+        pipeline_name=meta.get("pipeline"),
+        table_name=meta.get("table"),
+        table_version=commit.version,
+        metrics=metrics,
+        window=window,
+        run=meta.get("run") or {},
+        state=meta.get("state"),
+    )

@@ -1,0 +1,282 @@
+"""run_load: one load, top to bottom in the order it happens, wherever it runs (local Spark,
+spark-submit, Spark Connect). This module never imports Airflow.
+
+1. request   the arguments, validated once (`spec.request.LoadRequest`)
+2. store     `_dlt_loads` and `_dlt_pipeline_state` read once; commits that landed unrecorded are
+             recorded; a retry whose earlier attempt committed, or a load id loaded before, returns
+3. window    the incremental window, from the run and the stored cursor state
+4. extract   the batch as a DataFrame, cut to the window
+5. stage     keys checked, deduplicated, flagged, system columns, computed once
+6. plan      against the table as it is now: exactly one commit
+7. commit    the writer makes it, carrying the load id, window and new cursor state
+8. record    the state row, then the `_dlt_loads` row
+A commit that loses to another writer is planned again on the new version (steps 6-8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .delta import store
+from .delta.locking import creation_lock
+from .delta.selection import select_writer
+from .delta.writer import CommitRequest
+from .errors import ConfigError, ConflictError
+from .plan.merge import Operation, plan_load
+from .spark import frames
+from .spark.extract import source_reader, to_dataframe
+from .spark.scd2 import stage_scd2
+from .spark.schema import align_to_table
+from .spark.stage import shape_source, stage_batch
+from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
+from .spec.naming import naming_convention
+from .spec.request import LoadRequest
+from .spec.run import new_load_id, txn_version
+
+log = logging.getLogger(__name__)
+
+COMMIT_ATTEMPTS = 4  # another writer committed first: plan again on the new version, this many times in all
+
+
+def checkpoint(step: str) -> None:
+    """A named step of a load (see STEPS in the crash tests); does nothing. Tests replace it to stop a
+    load there and prove that nothing is half-applied."""
+
+
+@dataclass(frozen=True)
+class LoadInfo:
+    """What a load did. `load_id` is None when there was nothing to load (no commit, no load record)."""
+
+    load_id: str | None
+    table_path: str
+    table_name: str
+    table_version: int | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    window: dict[str, Any] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self.load_id is not None
+
+
+def run_load(data, *, spark=None, **arguments) -> LoadInfo:
+    """Load `data` (a DataFrame, a list of dicts, or a callable (spark, window) -> DataFrame) into Delta.
+
+    `arguments` are LoadRequest's (see `LoadRequest.create`); `spark` defaults to one shared local session.
+    """
+    request = LoadRequest.create(**arguments)
+    if spark is None:
+        from .spark.session import default_session
+
+        spark = default_session()
+    return execute(spark, request, data)
+
+
+def run_request(request: LoadRequest, spark) -> LoadInfo:
+    """Run a request that names its source (as the hook and the spark-submit job do)."""
+    if request.source is None:
+        raise ConfigError("source", "is required to run a request without data in hand")
+    return execute(spark, request, source_reader(request.source))
+
+
+def execute(spark, request: LoadRequest, data) -> LoadInfo:
+    writer = select_writer(request.backend, spark)
+    stored = store.StoreSnapshot.read(request.dataset)
+    recovered = store.record_unrecorded_loads(stored, request, writer)
+    finished = _finish_interrupted_attempt(request, recovered) or _already_loaded(request, stored)
+    if finished is not None:
+        return finished
+    table = writer.snapshot(spark, request.table_path)
+    load_id = request.load_id or new_load_id(after=stored.newest_load_id())
+    opened = open_load_window(request, table, stored.latest_state(request.pipeline, request.table))
+    checkpoint("extract")
+    batch = _extract(spark, data, request, opened.window if opened else None)
+    batch, opened, new_state = filter_to_window(batch, request, opened)
+    checkpoint("stage")
+    staged = stage_batch(batch, request.disposition, request.hints, load_id)
+    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored)
+    attempt = 1
+    while True:
+        try:
+            if table is not None:
+                return _plan_and_commit(spark, writer, table, load)
+            with creation_lock(request.table_path):  # the first commit of a table: one writer at a time
+                table = writer.snapshot(spark, request.table_path)
+                return _plan_and_commit(spark, writer, table, load)
+        except ConflictError as conflict:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            attempt += 1
+            log.warning(
+                "load %s: %s; planning again on the new version (attempt %d of %d)",
+                load_id,
+                conflict,
+                attempt,
+                COMMIT_ATTEMPTS,
+            )
+            time.sleep(0.2 * attempt)
+            table = writer.snapshot(spark, request.table_path)
+
+
+@dataclass(frozen=True)
+class _StagedLoad:
+    """A load between staging and its commit: what stays the same if the commit has to be planned again."""
+
+    request: LoadRequest
+    load_id: str
+    staged: Any  # spark.stage.StagedBatch
+    window: Any  # spec.window.Window or None
+    new_state: dict | None
+    stored: store.StoreSnapshot
+
+    @property
+    def window_dict(self) -> dict | None:
+        return self.window.as_dict() if self.window is not None else None
+
+
+def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
+    """Plan against the table as it is now, make the one commit, record the load."""
+    request, load_id, window = load.request, load.load_id, load.window_dict
+    staged, plan = _plan(load.staged, request, table, load_id, replace_where_for(request, load.window))
+    plan = record_empty_window(plan, load.window)
+    base_metrics = {
+        "table": request.table,
+        "rows_extracted": staged.rows_extracted,
+        "rows_staged": staged.rows_staged,
+        "writer": writer.name,
+    }
+    log.info("load %s of %s: %s", load_id, request.table_path, plan.reason)
+    if plan.operation is Operation.NOTHING:
+        version = table.version if table is not None else None
+        metrics = {**base_metrics, "load_id": None, "table_version": version}
+        return LoadInfo(None, request.table_path, request.table, version, metrics, window)
+    checkpoint("plan")
+    target_keys = (
+        writer.read_columns(spark, table, list(plan.delete_keys)) if plan.needs_target_read else None
+    )
+    source = shape_source(staged.df, plan, target_keys)
+    metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
+    commit = CommitRequest(load_id, request.app_id, txn_version(load_id), metadata)
+    checkpoint("commit")
+    result = writer.commit(spark, request.table_path, table, plan, source, commit)
+    if result.already_applied:  # a concurrent submission of the same load id committed first
+        return _applied_by_another(request, writer, load_id)
+    checkpoint("after_commit")
+    metrics = {
+        **result.metrics,
+        **base_metrics,
+        "load_id": load_id,
+        "table_version": result.version,
+        "window_start": (window or {}).get("start"),
+        "window_end": (window or {}).get("end"),
+    }
+    record = store.LoadRecord(
+        load_id,
+        request.pipeline,
+        request.table,
+        result.version,
+        metrics,
+        window,
+        request.run.to_dict(),
+        load.new_state,
+    )
+    store.write_state_row(load.stored, record)
+    checkpoint("after_state_row")
+    store.write_load_row(load.stored, record)
+    log.info("load %s committed version %s of %s: %s", load_id, result.version, request.table_path, metrics)
+    return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
+
+
+def _applied_by_another(request: LoadRequest, writer, load_id: str) -> LoadInfo:
+    """The load id committed in another process meanwhile: read the store again and return that load."""
+    stored = store.StoreSnapshot.read(request.dataset)
+    store.record_unrecorded_loads(stored, request, writer)
+    loaded = _already_loaded(request, stored)
+    if loaded is None:
+        raise ConflictError(
+            f"Delta skipped load {load_id} as already applied (txn {request.app_id}) but no commit of it "
+            f"is in the history of {request.table_path}; nothing was written. Retry the load."
+        )
+    return loaded
+
+
+def _finish_interrupted_attempt(request: LoadRequest, recovered: list[store.LoadRecord]) -> LoadInfo | None:
+    """A retry of an Airflow task whose earlier attempt committed but stopped before its load record:
+    that load was just recorded from the commit, so this attempt returns it instead of loading again."""
+    for record in reversed(recovered):
+        if request.run.is_same_run(record.run):
+            log.warning(
+                "attempt %s of run %s finishes load %s, which an earlier attempt committed",
+                request.run.try_number,
+                request.run.run_id,
+                record.load_id,
+            )
+            return LoadInfo(
+                record.load_id,
+                request.table_path,
+                request.table,
+                record.table_version,
+                record.metrics,
+                record.window,
+            )
+    return None
+
+
+def _already_loaded(request: LoadRequest, stored: store.StoreSnapshot) -> LoadInfo | None:
+    """A request naming a load id that was loaded before returns that load: submissions are idempotent."""
+    row = stored.load(request.load_id) if request.load_id is not None else None
+    if row is None:
+        return None
+    log.warning(
+        "load %s was already loaded into %s; nothing is applied again", request.load_id, request.table_path
+    )
+    window = (
+        {"start": row["window_start"], "end": row["window_end"]}
+        if row["window_start"] or row["window_end"]
+        else None
+    )
+    return LoadInfo(
+        request.load_id, request.table_path, request.table, row["table_version"], row["metrics"], window
+    )
+
+
+def _extract(spark, data, request: LoadRequest, window):
+    if callable(data) and not hasattr(data, "sparkSession"):
+        data = data(spark, window)
+    df = frames.with_input_order(to_dataframe(spark, data))
+    return frames.rename_columns(df, naming_convention(request.naming))
+
+
+def _plan(staged, request: LoadRequest, table, load_id: str, replace_where=None):
+    """The staged batch aligned to the table as it is now, and the plan of its commit."""
+    if request.disposition.scd2 is not None:
+        return stage_scd2(staged, request, table, load_id)
+    plan = plan_load(
+        request.disposition,
+        request.hints,
+        table_exists=table is not None,
+        batch_empty=staged.empty,
+        hard_delete=staged.hard_delete,
+        replace_where=replace_where,
+    )
+    table_schema = table.schema if table is not None else None
+    aligned = align_to_table(staged.df, table_schema, request.table, keep=plan.helper_columns)
+    return dataclasses.replace(staged, df=aligned), plan
+
+
+def _commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, window) -> dict[str, Any]:
+    return {
+        "load_id": load_id,
+        "pipeline": request.pipeline,
+        "table": request.table,
+        "disposition": request.disposition.label,
+        "rows_extracted": base_metrics["rows_extracted"],
+        "rows_staged": base_metrics["rows_staged"],
+        "writer": base_metrics["writer"],
+        "window": window,
+        "run": request.run.to_dict(),
+    }

@@ -1,0 +1,163 @@
+"""One MergePlan per load: which commit to make and how its source rows are shaped (pure).
+
+Every strategy becomes exactly one Delta commit. The plan says which operation (write, overwrite,
+merge, or nothing), how Spark must shape the merge source from the staged batch (`SourceShape`), the
+join condition and the ordered WHEN clauses. Writers translate it; they decide nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ..spec.options import TableHints, WriteDisposition
+from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
+
+ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
+HARD_DELETE_FLAG = "__hd"  # helper column: non-null boolean, true where the row is a hard delete
+KEY_PREFIX = "__k_"  # helper key columns of 'delete' rows
+
+
+class Operation(str, Enum):
+    NOTHING = "nothing"  # no commit: an empty merge or append batch
+    WRITE = "write"  # append rows; creates the table when it does not exist
+    OVERWRITE = "overwrite"  # replace the table's rows (all, or those matching replace_where)
+    MERGE = "merge"
+
+
+class SourceShape(str, Enum):
+    ROWS = "rows"  # staged rows; rows flagged by hard_delete dropped
+    ROWS_WITH_FLAG = "rows_with_flag"  # staged rows with the __hd helper kept (upsert)
+    DELETE_KEYS_AND_ROWS = "delete_keys_and_rows"  # distinct staged keys as 'delete' rows + 'insert' rows
+    TARGET_KEYS_AND_ROWS = "target_keys_and_rows"  # target keys matching pk OR mk as 'delete' rows + rows
+    SCD2_ROWS_AND_RETIRES = "scd2_rows_and_retires"  # scd2 'insert' rows + target versions as 'retire' rows
+
+
+@dataclass(frozen=True)
+class Clause:
+    when: str  # "matched" | "not_matched" | "not_matched_by_source"
+    action: str  # "delete" | "update_all" | "update" | "insert_all"
+    condition: Expr | None = None
+    assignments: tuple[tuple[str, Expr], ...] = ()  # for "update": (target column, value)
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    operation: Operation
+    source: SourceShape = SourceShape.ROWS
+    delete_keys: tuple[str, ...] = ()  # columns whose values select target rows to delete (scd2: to retire)
+    match_any_of: tuple[tuple[str, ...], ...] = ()  # TARGET_KEYS_AND_ROWS: a target row goes if it matches
+    #                                                 the batch on any of these key sets (primary, merge)
+    on: Expr | None = None
+    clauses: tuple[Clause, ...] = ()
+    helper_columns: tuple[str, ...] = ()  # source columns that never reach the table
+    replace_where: Expr | None = None  # OVERWRITE only: replace just the rows matching this
+    reason: str = ""  # one line for the log: why this plan
+    retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire
+
+    @property
+    def needs_target_read(self) -> bool:
+        return self.source in (SourceShape.TARGET_KEYS_AND_ROWS, SourceShape.SCD2_ROWS_AND_RETIRES)
+
+
+def key_helpers(columns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(KEY_PREFIX + c for c in columns)
+
+
+def plan_load(
+    disposition: WriteDisposition,
+    hints: TableHints,
+    *,
+    table_exists: bool,
+    batch_empty: bool,
+    hard_delete: bool,
+    replace_where: Expr | None = None,
+) -> MergePlan:
+    """The plan for one load of a non-scd2 disposition.
+
+    `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
+    `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
+    """
+    if disposition.disposition == "replace":
+        if batch_empty and not table_exists:
+            return MergePlan(Operation.NOTHING, reason="replace of an empty batch into a missing table")
+        return MergePlan(Operation.OVERWRITE, reason="replace: the table holds exactly this batch")
+    if disposition.disposition == "append" and replace_where is not None and table_exists:
+        return MergePlan(
+            Operation.OVERWRITE,
+            replace_where=replace_where,
+            reason="append of a window: replace the window's rows",
+        )
+    if batch_empty:
+        return MergePlan(Operation.NOTHING, reason=f"{disposition.label} of an empty batch changes nothing")
+    if disposition.disposition == "append":
+        return MergePlan(Operation.WRITE, reason="append")
+    flag = (HARD_DELETE_FLAG,) if hard_delete else ()
+    if not table_exists:
+        return MergePlan(Operation.WRITE, helper_columns=flag, reason=f"{disposition.label} into a new table")
+    if disposition.strategy == "upsert":
+        return _plan_upsert(hints, flag)
+    if disposition.strategy == "insert-only":
+        return MergePlan(
+            Operation.MERGE,
+            on=keys_equal(hints.primary_key, hints.primary_key),
+            clauses=(Clause("not_matched", "insert_all"),),
+            helper_columns=flag,
+            reason="insert-only: insert keys not yet present",
+        )
+    return _plan_delete_insert(hints, flag)
+
+
+def _plan_upsert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
+    on = keys_equal(hints.primary_key, hints.primary_key)
+    if not flag:
+        clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
+        return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert")
+    flagged = Col(HARD_DELETE_FLAG, SOURCE)
+    clauses = (
+        Clause("matched", "delete", condition=flagged),
+        Clause("matched", "update_all"),
+        Clause("not_matched", "insert_all", condition=Not(flagged)),
+    )
+    return MergePlan(
+        Operation.MERGE,
+        SourceShape.ROWS_WITH_FLAG,
+        on=on,
+        clauses=clauses,
+        helper_columns=flag,
+        reason="upsert with hard deletes",
+    )
+
+
+def _plan_delete_insert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
+    if not hints.primary_key and not hints.merge_key:
+        return MergePlan(Operation.WRITE, helper_columns=flag, reason="delete-insert without keys appends")
+    if hints.primary_key and hints.merge_key:
+        shape = SourceShape.TARGET_KEYS_AND_ROWS
+        keys = hints.primary_key + tuple(c for c in hints.merge_key if c not in hints.primary_key)
+        reason = (
+            "delete-insert: delete target rows matching the primary key or the merge key, insert survivors"
+        )
+    else:
+        shape, keys = SourceShape.DELETE_KEYS_AND_ROWS, hints.primary_key or hints.merge_key
+        kind = "primary key" if hints.primary_key else "merge key"
+        reason = f"delete-insert: delete target rows matching the staged {kind}, insert survivors"
+    is_insert_row = eq(Col(ACTION, SOURCE), Lit("insert"))
+    from_target = shape is SourceShape.TARGET_KEYS_AND_ROWS
+    return MergePlan(
+        Operation.MERGE,
+        shape,
+        delete_keys=keys,
+        match_any_of=(hints.primary_key, hints.merge_key) if from_target else (),
+        on=_target_tuples_equal(keys) if from_target else keys_equal(keys, key_helpers(keys)),
+        clauses=(Clause("matched", "delete"), Clause("not_matched", "insert_all", condition=is_insert_row)),
+        helper_columns=(ACTION, *key_helpers(keys), *flag),
+        reason=reason,
+    )
+
+
+def _target_tuples_equal(keys: tuple[str, ...]) -> Expr:
+    """Delete rows carry (pk, mk) tuples read from the target, where one part may be NULL (a key column
+    added later): compare them NULL-safely, and on 'delete' rows only, so no 'insert' row ever matches."""
+    tuples = (same(Col(k, TARGET), Col(h, SOURCE)) for k, h in zip(keys, key_helpers(keys), strict=True))
+    return all_of(*tuples, eq(Col(ACTION, SOURCE), Lit("delete")))

@@ -1,0 +1,106 @@
+"""The extract step: the batch as a Spark DataFrame, from a source spec, a DataFrame or a list of dicts.
+
+A list of dicts goes through Arrow, typed the way a data engineer expects; a source spec (see
+`spec.sources`) is read with the session's readers, its SQL bound to the load's window.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import ConfigError, SourceError
+from ..spec.sources import WINDOW_PARAMETERS, source_kind
+
+_PARAMETER_RE = {name: re.compile(rf":{name}\b") for name in WINDOW_PARAMETERS}
+
+
+def to_dataframe(spark, data):
+    """The batch as a DataFrame: a DataFrame as is, a list of dicts through Arrow (keys unioned in order)."""
+    if hasattr(data, "sparkSession"):
+        return data
+    return spark.createDataFrame(rows_to_arrow(list(data)))
+
+
+def rows_to_arrow(rows: list[dict]) -> pa.Table:
+    """Columns are the union of the rows' keys in order of first appearance; a missing key is null.
+
+    Naive datetimes are read as UTC (as dlt does); a column whose values Arrow cannot type as one kind
+    (say ints and strings) fails with the column's name.
+    """
+    columns: dict[str, None] = {}
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise SourceError(
+                f"row {i} is a {type(row).__name__}, not a dict; pass a list of dicts or a DataFrame"
+            )
+        columns.update(dict.fromkeys(row))
+    arrays = {}
+    for name in columns:
+        values = [row.get(name) for row in rows]
+        try:
+            array = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise SourceError(
+                f"column {name!r} mixes value types that cannot share one column: {exc}"
+            ) from exc
+        arrays[name] = _utc_if_naive(array)
+    return pa.table(arrays) if arrays else pa.table({})
+
+
+def _utc_if_naive(array: pa.Array) -> pa.Array:
+    if pa.types.is_timestamp(array.type) and array.type.tz is None:
+        return array.cast(pa.timestamp(array.type.unit, tz="UTC"))
+    return array
+
+
+def load_callable(path: str) -> Callable[..., Any]:
+    """Import ``module:function`` and return the function."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError("source.callable", f"cannot import module {module_name!r}: {exc}") from exc
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        raise ConfigError("source.callable", f"{module_name!r} has no callable named {attribute!r}")
+    return function
+
+
+def read_source(spark: Any, source: dict[str, Any], window: Any = None) -> Any:
+    """The DataFrame a canonical source spec describes, for the given load window."""
+    kind = source_kind(source)
+    if kind == "reader":
+        reader = spark.read.format(source["format"]).options(**source.get("options", {}))
+        return reader.load(source["path"]) if "path" in source else reader.load()
+    if kind == "table":
+        return spark.table(source["table"])
+    if kind == "sql":
+        return _read_sql(spark, source["sql"], window)
+    return load_callable(source["callable"])(spark, window)
+
+
+def _read_sql(spark: Any, query: str, window: Any) -> Any:
+    """Run a query; ``:window_start`` / ``:window_end`` markers are bound to the window's bounds."""
+    used = [name for name in WINDOW_PARAMETERS if _PARAMETER_RE[name].search(query)]
+    if not used:
+        return spark.sql(query)
+    bounds = {"window_start": getattr(window, "start", None), "window_end": getattr(window, "end", None)}
+    missing = [name for name in used if bounds[name] is None]
+    if missing:
+        raise ConfigError("source.sql", f"the query uses {missing} but this load has no such window bound")
+    return spark.sql(query, args={name: bounds[name] for name in used})
+
+
+def source_reader(source: dict[str, Any]) -> Callable[[Any, Any], Any]:
+    """A ``(spark, window) -> DataFrame`` function for a canonical spec (what run_load accepts)."""
+
+    def read(spark: Any, window: Any = None) -> Any:
+        return read_source(spark, source, window)
+
+    read.__qualname__ = read.__name__ = f"read_{source_kind(source)}"
+    return read

@@ -1,0 +1,121 @@
+"""Spark transforms of an extracted batch: names, key checks, dedup, hard-delete flags, system columns.
+
+Each function takes and returns a DataFrame (or raises a SourceError that names columns and counts),
+so the stage step can apply them one by one and every rule can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError
+from ..plan.merge import HARD_DELETE_FLAG
+from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
+
+log = logging.getLogger(__name__)
+
+INPUT_ORDER = HELPER_PREFIX + "ord"  # position of the row in the input, for deterministic dedup ties
+RANK = HELPER_PREFIX + "rank"
+DUPLICATE_EXAMPLES = 5
+ID_LENGTH = 14  # base64 characters of a row id or version hash: the length of dlt's ids
+
+
+def with_input_order(df: DataFrame) -> DataFrame:
+    return df.withColumn(INPUT_ORDER, F.monotonically_increasing_id())
+
+
+def rename_columns(df: DataFrame, normalize: Callable[[str], str]) -> DataFrame:
+    """Top-level columns renamed by the naming convention (the input-order helper keeps its name)."""
+    data_columns = [c for c in df.columns if c != INPUT_ORDER]
+    mapping = normalize_columns(data_columns, normalize)
+    if all(k == v for k, v in mapping.items()):
+        return df
+    return df.select(*(F.col(f"`{c}`").alias(mapping.get(c, c)) for c in df.columns))
+
+
+def check_key_columns(df: DataFrame, keys: dict[str, tuple[str, ...]]) -> int:
+    """Fail on key columns absent from the data or holding nulls; return the batch's row count.
+
+    `keys` maps a hint name ("primary_key", "merge_key") to its columns. One Spark job does it all.
+    An empty batch has no key values to check: it passes, whatever its columns.
+    """
+    checked = [(hint, c) for hint, columns in keys.items() for c in columns if c in df.columns]
+    aggregates = [F.count(F.lit(1)).alias("rows")]
+    aggregates += [
+        F.sum(F.col(c).isNull().cast("long")).alias(f"null_{i}") for i, (_, c) in enumerate(checked)
+    ]
+    counts = df.agg(*aggregates).first()
+    rows = int(counts["rows"])
+    for hint, columns in keys.items():
+        for column in columns:
+            if rows and column not in df.columns:
+                raise MissingKeyColumnError(column, hint, [c for c in df.columns if c != INPUT_ORDER], rows)
+    for i, (hint, column) in enumerate(checked):
+        if counts[f"null_{i}"]:
+            raise NullKeyError(column, hint, int(counts[f"null_{i}"]))
+    return rows
+
+
+def keep_one_row_per_key(
+    df: DataFrame, primary_key: tuple[str, ...], dedup_sort: tuple[str, str] | None
+) -> DataFrame:
+    """One survivor per primary key: highest/lowest dedup_sort value; ties (or no sort): first in input."""
+    order = [F.col(INPUT_ORDER).asc()]
+    if dedup_sort is not None:
+        column, direction = dedup_sort
+        sort = F.col(column).desc_nulls_last() if direction == "desc" else F.col(column).asc_nulls_last()
+        order.insert(0, sort)
+    ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*primary_key).orderBy(*order)))
+    return ranked.filter(F.col(RANK) == 1).drop(RANK)
+
+
+def flag_hard_deletes(df: DataFrame, column: str) -> DataFrame:
+    """Add the non-null __hd flag: a bool column deletes on True only, other types on any non-null value."""
+    if column not in df.columns:
+        log.warning("hard_delete column %r is not in the batch; no row is a delete", column)
+        return df.withColumn(HARD_DELETE_FLAG, F.lit(False))
+    value = F.col(column)
+    is_bool = isinstance(df.schema[column].dataType, T.BooleanType)
+    flag = F.coalesce(value, F.lit(False)) if is_bool else value.isNotNull()
+    return df.withColumn(HARD_DELETE_FLAG, flag)
+
+
+def check_unique_keys(df: DataFrame, primary_key: tuple[str, ...], strategy: str) -> None:
+    """Fail, naming some of the keys, when a primary key occurs more than once in the batch."""
+    duplicated = df.groupBy(*primary_key).count().filter(F.col("count") > 1)
+    found = duplicated.limit(DUPLICATE_EXAMPLES).collect()  # no sort: the common case has none to find
+    if found:
+        examples = sorted((tuple(r[c] for c in primary_key) for r in found), key=repr)
+        raise DuplicateKeyError(primary_key, strategy, examples, duplicated.count())
+
+
+def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
+    """The first `length` base64 characters of the SHA-256 of a string column: row ids, row versions,
+    boundary hashes (one helper, so every hash of a row is spelled the same)."""
+    return F.substring(F.base64(F.unhex(F.sha2(text, 256))), 1, length)
+
+
+def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, ...] = ()) -> DataFrame:
+    """_dlt_load_id on every row; _dlt_id unique per row and load, or a hash of the primary key.
+
+    A `_dlt_id` already in the data is kept, as dlt does.
+    """
+    df = df.withColumn(LOAD_ID, F.lit(load_id))
+    if ROW_ID in df.columns:
+        return df
+    if primary_key_id:
+        key_json = F.to_json(F.struct(*(F.col(c) for c in primary_key_id)))
+        return df.withColumn(ROW_ID, short_hash(key_json))
+    return df.withColumn(
+        ROW_ID, short_hash(F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string")))
+    )
+
+
+def materialize(df: DataFrame) -> DataFrame:
+    """Compute the staged batch once, so checks, counts and the commit all see the same rows."""
+    return df.localCheckpoint(eager=True)

@@ -1,0 +1,276 @@
+"""LoadRequest: everything one load needs, validated once, frozen and JSON-serialisable.
+
+The one request type. `run_load` builds it from its arguments; an operator builds it from its rendered
+arguments and Airflow's context; the hook runs it in process, over Spark Connect, or ships it as JSON to
+the spark-submit job, which reads it back with `from_json`. Every path constructs it, so every path goes
+through the one validation in `__post_init__`.
+
+A request holds its arguments in their canonical JSON form (what travels), and the views the job
+uses, derived from them once: the stored table name, the parsed disposition and hints, the incremental
+cursor, the interval as datetimes and the run context. No Airflow, no Spark, no Delta here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..errors import ConfigError
+from .checks import choice, key_tuple
+from .incremental import Incremental, parse_incremental, parse_instant
+from .naming import NAMINGS, naming_convention, table_path, table_uri
+from .options import (
+    BACKENDS,
+    TableHints,
+    WriteDisposition,
+    effective_hints,
+    parse_columns,
+    resolve_hints,
+    validate_disposition,
+)
+from .run import RunContext, app_id
+from .sources import parse_source
+
+FORMAT_VERSION = 1
+DEFAULT_PIPELINE = "deltamerge"
+
+
+def check_dataset(dataset: Any) -> str:
+    if not isinstance(dataset, str) or not dataset:
+        raise ConfigError("dataset", f"{dataset!r} must be a non-empty path or URI")
+    if "://" not in dataset and not dataset.startswith("/"):
+        raise ConfigError(
+            "dataset",
+            f"{dataset!r} is a relative path; give an absolute path or a URI (s3://..., file:///...), "
+            "because the load may run in another working directory or on another machine",
+        )
+    return dataset.rstrip("/") or dataset
+
+
+def check_table_name(table_name: Any) -> str:
+    if not isinstance(table_name, str) or not table_name or "/" in table_name:
+        raise ConfigError("table_name", f"{table_name!r} must be a non-empty name without '/'")
+    return table_name
+
+
+def check_interval(interval: Any) -> tuple[str, str] | None:
+    """Airflow's (data_interval_start, data_interval_end) as ISO strings (naive read as UTC), or None."""
+    if interval is None:
+        return None
+    if not isinstance(interval, (tuple, list)) or len(interval) != 2:
+        raise ConfigError("data_interval", f"{interval!r} must be a (start, end) pair or None")
+    if interval[0] is None or interval[1] is None:
+        return None
+    return _instant_text(interval[0], "data_interval[0]"), _instant_text(interval[1], "data_interval[1]")
+
+
+def _instant_text(value: Any, argument: str) -> str:
+    if isinstance(value, (datetime, str)) and value != "":
+        try:
+            return parse_instant(value).isoformat()
+        except ValueError:
+            pass
+    raise ConfigError(argument, f"{value!r} is not a datetime or an ISO 8601 timestamp")
+
+
+def check_incremental(incremental: Any) -> dict[str, Any] | None:
+    """An Incremental (or its dict form) as its validated dict form."""
+    if incremental is None:
+        return None
+    if isinstance(incremental, dict):
+        incremental = Incremental.from_dict(incremental)
+    if not isinstance(incremental, Incremental):
+        raise ConfigError("incremental", f"{incremental!r} must be an Incremental or its dict form")
+    return incremental.to_dict()
+
+
+def check_pipeline_name(name: Any) -> str | None:
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigError("pipeline_name", f"{name!r} must be a non-empty string")
+    return name
+
+
+def check_window_overwrite(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("window_overwrite", f"must be true or false, got {value!r}")
+    return value
+
+
+def check_load_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        valid = isinstance(value, str) and float(value) > 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ConfigError(
+            "load_id", f"{value!r} must be a load id: epoch seconds as text, e.g. '1717171717.123456'"
+        )
+    return value
+
+
+def _keys(argument: str, value: Any) -> list[str] | None:
+    names = key_tuple(argument, value)
+    return list(names) if names else None
+
+
+def _columns(columns: Any) -> dict[str, dict[str, Any]] | None:
+    parse_columns(columns)
+    return {k: dict(v) for k, v in columns.items()} if columns else None
+
+
+# The canonical form of each load argument; each raises ConfigError naming the argument it rejects.
+# Operators run them on arguments known when a DAG is parsed; LoadRequest runs all of them.
+ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "source": parse_source,
+    "dataset": check_dataset,
+    "table_name": check_table_name,
+    "write_disposition": lambda value: WriteDisposition.parse(value).to_dict(),
+    "primary_key": lambda value: _keys("primary_key", value),
+    "merge_key": lambda value: _keys("merge_key", value),
+    "columns": _columns,
+    "pipeline_name": check_pipeline_name,
+    "backend": lambda value: choice("backend", value, BACKENDS),
+    "naming": lambda value: choice("naming", value, NAMINGS),
+    "incremental": check_incremental,
+    "window_overwrite": check_window_overwrite,
+}
+RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "data_interval": check_interval,
+    "run_context": lambda value: RunContext.from_value(value).to_dict(),
+    "load_id": check_load_id,
+}
+
+
+def _derived() -> Any:
+    return field(init=False, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """One load: source, target, write semantics and the Airflow run it belongs to.
+
+    Build it with :meth:`create` (keyword arguments as run_load takes them). `source` is None when
+    the data is handed to run_load directly.
+    """
+
+    dataset: str
+    table_name: str
+    source: dict[str, Any] | None = None
+    write_disposition: Any = "append"
+    primary_key: Any = None
+    merge_key: Any = None
+    columns: Any = None
+    pipeline_name: str | None = None
+    backend: str = "auto"
+    naming: str = "snake_case"
+    incremental: Any = None
+    data_interval: Any = None
+    run_context: Any = None
+    window_overwrite: bool = True
+    load_id: str | None = None
+
+    # What the job uses, derived once from the arguments above (names in the naming convention).
+    table: str = _derived()  # the table's name as stored
+    pipeline: str = _derived()  # pipeline_name, or the default
+    disposition: WriteDisposition = _derived()
+    hints: TableHints = _derived()  # the hints this disposition uses
+    cursor: Incremental | None = _derived()  # the incremental, cursor path in the naming convention
+    interval: tuple[datetime, datetime] | None = _derived()
+    run: RunContext = _derived()
+
+    def __post_init__(self) -> None:
+        """The one validation of a load: every argument checked and put in canonical form."""
+        for name, check in {**ARGUMENT_CHECKS, **RUN_CHECKS}.items():
+            value = getattr(self, name)
+            if name == "source" and value is None:
+                continue
+            object.__setattr__(self, name, check(value))
+        if self.data_interval is not None:
+            object.__setattr__(self, "data_interval", tuple(self.data_interval))
+        normalize = naming_convention(self.naming)
+        disposition = WriteDisposition.parse(self.write_disposition)
+        hints = resolve_hints(self.primary_key, self.merge_key, parse_columns(self.columns), normalize)
+        disposition = validate_disposition(disposition, hints, normalize)
+        derived = {
+            "table": normalize(self.table_name),
+            "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
+            "disposition": disposition,
+            "hints": effective_hints(disposition, hints),
+            "cursor": parse_incremental(self.incremental, normalize),
+            "interval": tuple(parse_instant(v) for v in self.data_interval) if self.data_interval else None,
+            "run": RunContext.from_value(self.run_context),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def create(cls, **arguments: Any) -> LoadRequest:
+        """The validated request; ConfigError names a bad or unknown argument.
+
+        ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
+        merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite, and the
+        run's data_interval, run_context and load_id.
+        """
+        known = [f.name for f in dataclasses.fields(cls) if f.init]
+        unknown = sorted(set(arguments) - set(known))
+        if unknown:
+            raise ConfigError("request", f"unknown argument(s) {unknown}; valid: {', '.join(known)}")
+        missing = [name for name in ("dataset", "table_name") if name not in arguments]
+        if missing:
+            raise ConfigError(missing[0], "is required")
+        return cls(**arguments)
+
+    @property
+    def stored_table_name(self) -> str:
+        """The table's name after the naming convention: what run_load writes and reports."""
+        return self.table
+
+    @property
+    def table_path(self) -> str:
+        return table_path(self.dataset, self.table)
+
+    @property
+    def table_uri(self) -> str:
+        return table_uri(self.dataset, self.table_name, self.naming)
+
+    @property
+    def app_id(self) -> str:
+        """The Delta txn application id of this load's stream of commits (see `run.app_id`)."""
+        return app_id(self.pipeline, self.table, self.run)
+
+    def with_load_id(self, load_id: str) -> LoadRequest:
+        return dataclasses.replace(self, load_id=load_id)
+
+    def describe(self) -> str:
+        """One line for logs: target, disposition and interval (never the source options)."""
+        interval = (
+            f" interval {self.data_interval[0]} .. {self.data_interval[1]}" if self.data_interval else ""
+        )
+        return (
+            f"{self.disposition.label} load into {self.table_uri}{interval} (load id {self.load_id or 'new'})"
+        )
+
+    def arguments(self) -> dict[str, Any]:
+        """The request's arguments in canonical form, as `create` takes them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+    def to_json(self) -> str:
+        return json.dumps({**self.arguments(), "format_version": FORMAT_VERSION}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> LoadRequest:
+        body = json.loads(text)
+        version = body.pop("format_version", None)
+        if version != FORMAT_VERSION:
+            raise ConfigError(
+                "request",
+                f"format version {version!r} is not {FORMAT_VERSION}; install the same "
+                "airflow-provider-deltamerge version on Airflow and on the Spark cluster",
+            )
+        return cls.create(**body)

@@ -1,0 +1,109 @@
+"""Which run a load belongs to, and the ids it commits under (pure).
+
+- `RunContext`: the Airflow run (or nothing, outside Airflow) and the one rule for "the same run";
+- load ids: dlt's epoch-seconds ids, strictly increasing, and what they stand for (a time, a txn version);
+- `app_id`: the Delta txn application id of a stream of commits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from ..errors import ConfigError
+
+# What makes two attempts the same run of a task: a retry shares all of these (conf: a backfill
+# chunk's window, so that chunks of one run are different loads).
+RUN_IDENTITY = ("dag_id", "task_id", "run_id", "map_index", "conf")
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where a load was started from: the Airflow run, or nothing outside Airflow."""
+
+    dag_id: str | None = None
+    task_id: str | None = None
+    run_id: str | None = None
+    try_number: int | None = None
+    map_index: int | None = None
+    run_type: str | None = None
+    logical_date: str | None = None
+    # Start of the schedule period that ends at this run, from the DAG's timetable (Airflow 3 gives
+    # cron-scheduled runs a zero-width data interval; the operator fills this in for them).
+    period_start: str | None = None
+    conf: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_value(cls, value: RunContext | dict[str, Any] | None) -> RunContext:
+        if value is None:
+            return cls()
+        if isinstance(value, RunContext):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError("run_context", f"{value!r} must be a dict of the Airflow run's ids")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ConfigError("run_context", f"unknown key(s) {unknown}; valid: {', '.join(sorted(known))}")
+        return cls(**value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def in_airflow(self) -> bool:
+        return self.run_id is not None
+
+    def is_same_run(self, other: dict[str, Any]) -> bool:
+        """Whether `other` is an attempt of this run: a run context dict (commit metadata keeps all
+        of RUN_IDENTITY) or a `_dlt_loads` row (dag, task and run ids); what it lacks is not compared."""
+        ours = self.to_dict()
+        shared = [key for key in RUN_IDENTITY if key in other]
+        return self.in_airflow and "run_id" in shared and all(other[key] == ours[key] for key in shared)
+
+
+def app_id(pipeline_name: str, table_name: str, run: RunContext) -> str:
+    """The Delta txn application id of a load's stream of commits.
+
+    Delta treats txn versions as a high-water mark per application, so the id names a stream whose
+    loads run one after another: one Airflow task run (its retries reuse it), or the pipeline's table
+    outside Airflow. Loads of different task runs may then commit in any order.
+    """
+    stream = f"deltamerge:{pipeline_name}:{table_name}"
+    if run.dag_id is None:
+        return stream
+    return f"{stream}:{run.dag_id}:{run.task_id}:{run.map_index}:{run.run_id}"
+
+
+_clock_lock = threading.Lock()
+_last_load_id = 0.0
+
+
+def new_load_id(after: str | None = None) -> str:
+    """dlt's load id: epoch seconds with microseconds, strictly increasing here and after `after`."""
+    global _last_load_id
+    with _clock_lock:
+        floor = max(_last_load_id, float(after) if after else 0.0) + 1e-6
+        _last_load_id = max(time.time(), floor)
+        return f"{_last_load_id:.6f}"
+
+
+def txn_version(load_id: str) -> int:
+    """The load id as an integer that grows with it: the Delta txn version of the load's commit."""
+    return round(float(load_id) * 1_000_000)
+
+
+def load_time(load_id: str) -> datetime:
+    """The time a load id stands for (epoch seconds with microseconds), exactly, as UTC."""
+    seconds, _, fraction = load_id.partition(".")
+    try:
+        micros = int((fraction + "000000")[:6]) if fraction else 0
+        return datetime.fromtimestamp(int(seconds), timezone.utc) + timedelta(microseconds=micros)
+    except ValueError:
+        raise ConfigError(
+            "load_id", f"{load_id!r} is not epoch seconds; scd2 needs it as the load time"
+        ) from None
