@@ -30,7 +30,7 @@ _LAZY = {
     "LoadInfo": "load",
     "LoadRequest": "spec.request",
     "Incremental": "spec.incremental",
-    "backfill_windows": "spec.window",
+    "backfill_windows": "spec.backfill",
     "default_session": "spark.session",
 }
 

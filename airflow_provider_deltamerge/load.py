@@ -28,7 +28,7 @@ from .delta.writer import CommitRequest
 from .errors import ConfigError, ConflictError
 from .plan.merge import Operation, plan_load
 from .spark import frames
-from .spark.extract import source_reader, to_dataframe
+from .spark.extract import check_data, source_reader, to_dataframe
 from .spark.scd2 import stage_scd2
 from .spark.schema import align_to_table
 from .spark.stage import shape_source, stage_batch
@@ -84,6 +84,7 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
 
 
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
+    check_data(data)
     writer = select_writer(request.backend, spark)
     stored = store.StoreSnapshot.read(request.dataset)
     recovered = store.record_unrecorded_loads(stored, request, writer)
@@ -247,8 +248,10 @@ def _already_loaded(request: LoadRequest, stored: store.StoreSnapshot) -> LoadIn
 def _extract(spark, data, request: LoadRequest, window):
     if callable(data) and not hasattr(data, "sparkSession"):
         data = data(spark, window)
-    df = frames.with_input_order(to_dataframe(spark, data))
-    return frames.rename_columns(df, naming_convention(request.naming))
+    df = to_dataframe(spark, data)
+    normalize = naming_convention(request.naming)
+    frames.check_no_helper_columns(df, normalize)
+    return frames.rename_columns(frames.with_input_order(df), normalize)
 
 
 def _plan(staged, request: LoadRequest, table, load_id: str, replace_where=None):

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..spec.backfill import backfill_windows, parse_every
 from ..spec.incremental import coerce_bound
-from ..spec.window import backfill_windows, parse_every
 from .context import split_conf
 from .merge import DeltaMergeOperator, is_templated
 

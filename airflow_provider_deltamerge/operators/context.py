@@ -1,8 +1,10 @@
 """From Airflow's task context to what the load needs: the run context, the interval, dag_run.conf.
 
-The rules for ``dag_run.conf`` live here, in one place: it may narrow the window (``start``/``end``)
-and set the options a task lists in ``conf_overridable``; it can never name code to run or another
-target, so whoever may trigger a DAG cannot make it run arbitrary callables or write elsewhere.
+The rules for ``dag_run.conf`` live here, in one place: it may give window bounds (``start``/``end``:
+a manual run loads that range, a scheduled or backfill run only the part of its own window they
+name, see ``spec.window``) and set the options a task lists in ``conf_overridable``; it can never
+name code to run or another target, so whoever may trigger a DAG cannot make it run arbitrary
+callables or write elsewhere.
 """
 
 from __future__ import annotations
@@ -135,8 +137,14 @@ def period_start_of(context: Mapping[str, Any], timetable: Any) -> str | None:
     return _iso(schedule_period_start(timetable, interval[1]))
 
 
-def run_context_of(context: Mapping[str, Any], timetable: Any, window: Mapping[str, Any]) -> dict[str, Any]:
-    """The RunContext dict for run_load: which run, which try, its type, period and window conf."""
+def run_context_of(
+    context: Mapping[str, Any],
+    timetable: Any,
+    conf_window: Mapping[str, Any],
+    task_window: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The RunContext dict for a load: which run, which try, its type and period, the window bounds of
+    dag_run.conf (which may only narrow a scheduled run's window) and the task's own window."""
     ti = context["ti"]
     map_index = getattr(ti, "map_index", None)
     return {
@@ -148,5 +156,6 @@ def run_context_of(context: Mapping[str, Any], timetable: Any, window: Mapping[s
         "run_type": run_type_of(context.get("dag_run")),
         "logical_date": _iso(context.get("logical_date")),
         "period_start": period_start_of(context, timetable),
-        "conf": dict(window),
+        "conf": dict(conf_window),
+        "window": dict(task_window or {}),
     }

@@ -177,7 +177,7 @@ class DeltaMergeOperator(BaseOperator):
             return LoadRequest.create(
                 **self.load_arguments(overrides),
                 data_interval=data_interval_of(context),
-                run_context=run_context_of(context, self._timetable(), explicit or conf_window),
+                run_context=run_context_of(context, self._timetable(), conf_window, explicit),
             )
 
     def load(self, request: LoadRequest) -> dict[str, Any]:

@@ -19,11 +19,43 @@ from ..spec.sources import WINDOW_PARAMETERS, source_kind
 _PARAMETER_RE = {name: re.compile(rf":{name}\b") for name in WINDOW_PARAMETERS}
 
 
+ACCEPTED_DATA = "a Spark DataFrame, a pandas DataFrame, a list of dicts, or a callable (spark, window)"
+
+
+def check_data(data: Any) -> None:
+    """Refuse data no load can read, before anything is read or written."""
+    if (
+        data is None
+        or isinstance(data, (str, bytes, dict))
+        or not (callable(data) or _is_spark(data) or _is_pandas(data) or isinstance(data, (list, tuple)))
+    ):
+        raise SourceError(f"data is a {type(data).__name__}; pass {ACCEPTED_DATA}")
+
+
 def to_dataframe(spark, data):
-    """The batch as a DataFrame: a DataFrame as is, a list of dicts through Arrow (keys unioned in order)."""
-    if hasattr(data, "sparkSession"):
+    """The batch as a DataFrame: a DataFrame as is, a pandas DataFrame or a list of dicts through Arrow
+    (a list's keys unioned in order; naive timestamps read as UTC in both)."""
+    check_data(data)
+    if _is_spark(data):
         return data
+    if _is_pandas(data):
+        table = pa.Table.from_pandas(data, preserve_index=False)
+        return spark.createDataFrame(table.cast(pa.schema([_utc_field(f) for f in table.schema])))
     return spark.createDataFrame(rows_to_arrow(list(data)))
+
+
+def _is_spark(data: Any) -> bool:
+    return hasattr(data, "sparkSession")
+
+
+def _is_pandas(data: Any) -> bool:
+    return type(data).__module__.startswith("pandas") and hasattr(data, "to_numpy")
+
+
+def _utc_field(field: pa.Field) -> pa.Field:
+    if pa.types.is_timestamp(field.type) and field.type.tz is None:
+        return field.with_type(pa.timestamp(field.type.unit, tz="UTC"))
+    return field
 
 
 def rows_to_arrow(rows: list[dict]) -> pa.Table:
@@ -75,13 +107,33 @@ def read_source(spark: Any, source: dict[str, Any], window: Any = None) -> Any:
     """The DataFrame a canonical source spec describes, for the given load window."""
     kind = source_kind(source)
     if kind == "reader":
-        reader = spark.read.format(source["format"]).options(**source.get("options", {}))
-        return reader.load(source["path"]) if "path" in source else reader.load()
+        return _read_files(spark, source)
     if kind == "table":
         return spark.table(source["table"])
     if kind == "sql":
         return _read_sql(spark, source["sql"], window)
     return load_callable(source["callable"])(spark, window)
+
+
+def _read_files(spark: Any, source: dict[str, Any]) -> Any:
+    """A reader spec's DataFrame; a path Spark cannot open is named in one readable line."""
+    reader = spark.read.format(source["format"]).options(**source.get("options", {}))
+    if "path" not in source:
+        return reader.load()
+    path = source["path"]
+    try:
+        return reader.load(path)
+    except Exception as exc:  # pyspark's AnalysisException, or py4j's error for a file system it lacks
+        text = str(exc)
+        if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+            raise SourceError(f"source path {path!r} does not exist; nothing was loaded") from None
+        if "No FileSystem for scheme" in text or "UnsupportedFileSystemException" in text:
+            raise SourceError(
+                f"source path {path!r} uses a scheme this Spark session has no file system for; "
+                "nothing was loaded. Use a local path or a scheme whose connector is on the cluster "
+                "(s3a://, abfss://, gs://, hdfs://)"
+            ) from None
+        raise
 
 
 def _read_sql(spark: Any, query: str, window: Any) -> Any:

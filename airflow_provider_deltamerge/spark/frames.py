@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError
+from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, SourceError
 from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 
@@ -21,12 +21,25 @@ log = logging.getLogger(__name__)
 
 INPUT_ORDER = HELPER_PREFIX + "ord"  # position of the row in the input, for deterministic dedup ties
 RANK = HELPER_PREFIX + "rank"
+_DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 DUPLICATE_EXAMPLES = 5
 ID_LENGTH = 14  # base64 characters of a row id or version hash: the length of dlt's ids
 
 
 def with_input_order(df: DataFrame) -> DataFrame:
     return df.withColumn(INPUT_ORDER, F.monotonically_increasing_id())
+
+
+def check_no_helper_columns(df: DataFrame, normalize: Callable[[str], str]) -> None:
+    """Refuse data columns whose stored names start with the helper prefix: a load's own helper
+    columns (hard-delete flags, input order, delete keys) would be confused with them."""
+    taken = [c for c in df.columns if normalize(c).startswith(HELPER_PREFIX)]
+    if taken:
+        raise SourceError(
+            f"column(s) {taken} start with {HELPER_PREFIX!r}, which is reserved for the columns a load "
+            "adds while it stages a batch; nothing was loaded. Rename them in the source, or use "
+            "naming='snake_case', which never produces that prefix"
+        )
 
 
 def rename_columns(df: DataFrame, normalize: Callable[[str], str]) -> DataFrame:
@@ -68,6 +81,8 @@ def keep_one_row_per_key(
     order = [F.col(INPUT_ORDER).asc()]
     if dedup_sort is not None:
         column, direction = dedup_sort
+        if column not in df.columns:
+            raise MissingKeyColumnError(column, "dedup_sort", [c for c in df.columns if c != INPUT_ORDER])
         sort = F.col(column).desc_nulls_last() if direction == "desc" else F.col(column).asc_nulls_last()
         order.insert(0, sort)
     ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*primary_key).orderBy(*order)))
@@ -114,6 +129,32 @@ def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, .
     return df.withColumn(
         ROW_ID, short_hash(F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string")))
     )
+
+
+# The dates every Delta reader can read back: Python's and Arrow-to-Python conversions end at these.
+STORABLE_DATES = ("0001-01-01", "9999-12-31")
+
+
+def check_storable_dates(df: DataFrame, key: tuple[str, ...]) -> None:
+    """Refuse dates and timestamps outside STORABLE_DATES: Spark computes them, Delta stores them, and
+    then no deltalake or pyarrow reader can read the table again. One aggregate over the batch."""
+    columns = [f.name for f in df.schema.fields if isinstance(f.dataType, _DATE_TYPES)]
+    if not columns:
+        return
+    low, high = (F.lit(bound).cast("date") for bound in STORABLE_DATES)
+    outside = {c: (F.to_date(F.col(f"`{c}`")) < low) | (F.to_date(F.col(f"`{c}`")) > high) for c in columns}
+    counts = df.agg(*(F.sum(o.cast("long")).alias(c) for c, o in outside.items())).first()
+    for column in columns:
+        if counts[column]:
+            shown = list(key) or [c for c in df.columns if not c.startswith((HELPER_PREFIX, "_dlt"))][:3]
+            as_text = [F.col(f"`{c}`").cast("string").alias(c) for c in dict.fromkeys([*shown, column])]
+            example = df.filter(outside[column]).select(*as_text).first()  # Python holds no such date
+            raise SourceError(
+                f"column {column!r} holds {counts[column]} value(s) outside {STORABLE_DATES[0]}.."
+                f"{STORABLE_DATES[1]}, e.g. {example[column]!r} in the row with "
+                f"{ {c: example[c] for c in shown} }; Delta readers cannot read such values back. "
+                "Nothing was loaded. Fix or filter them in the source."
+            )
 
 
 def materialize(df: DataFrame) -> DataFrame:

@@ -55,6 +55,7 @@ def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints,
     id_key = hints.primary_key if strategy in ID_FROM_PRIMARY_KEY else ()
     df = frames.add_system_columns(df, load_id, id_key).drop(frames.INPUT_ORDER)
     staged = frames.materialize(df)
+    frames.check_storable_dates(staged, hints.primary_key or hints.merge_key)
     return StagedBatch(staged, rows_extracted, staged.count())
 
 

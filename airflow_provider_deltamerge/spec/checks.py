@@ -18,6 +18,8 @@ def key_tuple(argument: str, value: str | list[str] | tuple[str, ...] | None) ->
     """A key hint as a tuple of column names: one name, a list of names, or None for no key."""
     if value is None:
         return ()
+    if not isinstance(value, (str, list, tuple)):
+        raise ConfigError(argument, f"{value!r} is not a column name or a list of column names")
     names = (value,) if isinstance(value, str) else tuple(value)
     if not all(isinstance(n, str) and n for n in names):
         raise ConfigError(argument, f"{value!r} is not a column name or a list of column names")

@@ -8,6 +8,7 @@ No Spark, no Airflow, no I/O.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -136,6 +137,11 @@ def _check_bound_kind(argument: str, value: Any) -> None:
         raise ConfigError(
             argument,
             f"{value!r} is a {type(value).__name__}; use an ISO 8601 string, a number, a datetime or a date",
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            argument,
+            f"{value!r} is not a finite number, and no cursor value compares with it; give a real bound",
         )
 
 

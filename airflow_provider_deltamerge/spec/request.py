@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import ConfigError
 from .checks import choice, key_tuple
 from .incremental import Incremental, parse_incremental, parse_instant
-from .naming import NAMINGS, naming_convention, table_path, table_uri
+from .naming import NAMINGS, SYSTEM_PREFIX, naming_convention, table_path, table_uri
 from .options import (
     BACKENDS,
     TableHints,
@@ -37,11 +37,21 @@ from .sources import parse_source
 
 FORMAT_VERSION = 1
 DEFAULT_PIPELINE = "deltamerge"
+RESERVED_TABLE_PREFIX = SYSTEM_PREFIX + "_"  # _dlt_loads, _dlt_pipeline_state and dlt's others
+# URI schemes the datasets' writers reach (delta-rs object stores, Hadoop file systems for delta-spark).
+DATASET_SCHEMES = ("file", "s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "azure", "hdfs", "memory")
 
 
 def check_dataset(dataset: Any) -> str:
     if not isinstance(dataset, str) or not dataset:
         raise ConfigError("dataset", f"{dataset!r} must be a non-empty path or URI")
+    scheme = dataset.split("://", 1)[0].lower() if "://" in dataset else None
+    if scheme is not None and scheme not in DATASET_SCHEMES:
+        raise ConfigError(
+            "dataset",
+            f"{dataset!r} has the scheme {scheme!r}, which Delta's writers cannot reach; use an absolute "
+            f"path or a URI with one of {', '.join(DATASET_SCHEMES)}",
+        )
     if "://" not in dataset and not dataset.startswith("/"):
         raise ConfigError(
             "dataset",
@@ -55,6 +65,23 @@ def check_table_name(table_name: Any) -> str:
     if not isinstance(table_name, str) or not table_name or "/" in table_name:
         raise ConfigError("table_name", f"{table_name!r} must be a non-empty name without '/'")
     return table_name
+
+
+def check_stored_table_name(table_name: str, stored: str) -> str:
+    """The table's name as stored is one folder of the dataset and none of the dataset's own tables."""
+    if stored in (".", "..") or "/" in stored or "\\" in stored:
+        raise ConfigError(
+            "table_name",
+            f"{table_name!r} is stored as {stored!r}, which is not one folder inside the dataset; "
+            "give a plain name (no '/', '\\', '.' or '..')",
+        )
+    if stored.lower().startswith(RESERVED_TABLE_PREFIX):
+        raise ConfigError(
+            "table_name",
+            f"{table_name!r} is stored as {stored!r}; names starting with {RESERVED_TABLE_PREFIX!r} are "
+            "reserved for the dataset's own tables (_dlt_loads, _dlt_pipeline_state): choose another name",
+        )
+    return stored
 
 
 def check_interval(interval: Any) -> tuple[str, str] | None:
@@ -198,7 +225,7 @@ class LoadRequest:
         hints = resolve_hints(self.primary_key, self.merge_key, parse_columns(self.columns), normalize)
         disposition = validate_disposition(disposition, hints, normalize)
         derived = {
-            "table": normalize(self.table_name),
+            "table": check_stored_table_name(self.table_name, normalize(self.table_name)),
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
             "disposition": disposition,
             "hints": effective_hints(disposition, hints),

@@ -16,9 +16,9 @@ from typing import Any
 
 from ..errors import ConfigError
 
-# What makes two attempts the same run of a task: a retry shares all of these (conf: a backfill
-# chunk's window, so that chunks of one run are different loads).
-RUN_IDENTITY = ("dag_id", "task_id", "run_id", "map_index", "conf")
+# What makes two attempts the same run of a task: a retry shares all of these (window: a backfill
+# chunk's, so that chunks of one run are different loads).
+RUN_IDENTITY = ("dag_id", "task_id", "run_id", "map_index", "conf", "window")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,9 @@ class RunContext:
     # Start of the schedule period that ends at this run, from the DAG's timetable (Airflow 3 gives
     # cron-scheduled runs a zero-width data interval; the operator fills this in for them).
     period_start: str | None = None
-    conf: dict[str, Any] = field(default_factory=dict)
+    conf: dict[str, Any] = field(default_factory=dict)  # dag_run.conf's window bounds: narrow the run's
+    # The window the task itself was given (its `window` argument, or a backfill chunk): loaded as given.
+    window: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_value(cls, value: RunContext | dict[str, Any] | None) -> RunContext:
@@ -49,6 +51,8 @@ class RunContext:
         unknown = sorted(set(value) - known)
         if unknown:
             raise ConfigError("run_context", f"unknown key(s) {unknown}; valid: {', '.join(sorted(known))}")
+        for name, item in value.items():
+            _check_field(name, item)
         return cls(**value)
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,6 +68,28 @@ class RunContext:
         ours = self.to_dict()
         shared = [key for key in RUN_IDENTITY if key in other]
         return self.in_airflow and "run_id" in shared and all(other[key] == ours[key] for key in shared)
+
+
+_INTEGER_FIELDS = ("try_number", "map_index")
+_MAPPING_FIELDS = ("conf", "window")
+
+
+def _check_field(name: str, value: Any) -> None:
+    """Each field has the type the load record stores it as: checked before anything is committed,
+    because a record that cannot be written after the commit would block every later load."""
+    if name in _MAPPING_FIELDS:
+        valid, kind = isinstance(value, dict), "a dict"
+    elif name in _INTEGER_FIELDS:
+        valid, kind = (
+            value is None or (isinstance(value, int) and not isinstance(value, bool)),
+            "a whole number",
+        )
+    else:
+        valid, kind = value is None or isinstance(value, str), "a string"
+    if not valid:
+        raise ConfigError(
+            f"run_context.{name}", f"{value!r} is a {type(value).__name__}; it must be {kind} (or None)"
+        )
 
 
 def app_id(pipeline_name: str, table_name: str, run: RunContext) -> str:

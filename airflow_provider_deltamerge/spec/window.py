@@ -5,15 +5,19 @@ Pure: no Spark, no Airflow, no I/O. Rules, first match wins:
 - end-value-range:  the incremental has end_value: [initial_value, end_value), stateless (INC-5).
 - stateful-incremental: allow_external_schedulers=False, or outside Airflow: from the stored last value
   (or initial_value) with lag and boundary dedup, no end (dlt's incremental, INC-2..INC-11).
-- run-conf-range:   the run's conf has `start` and/or `end`: exactly [start, end), stateless; end
-  defaults to now, start to initial_value (unbounded without one).
+- task-window:      the task was given a window of its own (its `window` argument, a backfill chunk):
+  exactly [start, end), stateless; end defaults to now, start to initial_value (unbounded without one).
 - data-interval:    a scheduled or backfill run with a real interval: [start, end), end clamped to now.
 - schedule-period:  a scheduled or backfill run with a zero-width interval (Airflow 3 cron timetables):
   [run_context.period_start, interval end).
+- conf-narrowed:    either of those two with `start` and/or `end` in the run's conf: the part of the
+  run's window they name. Conf may only narrow it: a conf bound outside it is refused.
+- run-conf-range:   any other run (manual, triggered, or outside Airflow) whose conf has `start` and/or
+  `end`: exactly that range, as task-window. A manual run has no interval of its own to narrow.
 - manual-from-cursor: a manual, operator- or asset-triggered run without conf: from the stored last value (or
   initial_value) to now, stateful.
 
-Backfills cut a long range into consecutive windows (`backfill_windows`), one load each.
+Backfills cut a long range into consecutive windows (`spec.backfill`), one task window each.
 
 Windows from the run (conf, interval, period) are half-open and stateless: they do no boundary dedup, and
 the cursor state they leave behind never moves backwards (see cursor.next_state).
@@ -21,9 +25,8 @@ the cursor state they leave behind never moves backwards (see cursor.next_state)
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ConfigError
@@ -50,8 +53,9 @@ RUN_CONF_RANGE = "run-conf-range"
 DATA_INTERVAL = "data-interval"
 SCHEDULE_PERIOD = "schedule-period"
 MANUAL_FROM_CURSOR = "manual-from-cursor"
-
-_EVERY = re.compile(r"^\s*(\d+)\s*(minute|hour|day|week)s?\s*$", re.IGNORECASE)
+TASK_WINDOW = "task-window"
+CONF_NARROWED = "conf-narrowed"
+FAR_FUTURE = datetime(9999, 12, 31, tzinfo=timezone.utc)  # "now" for a run's window before clamping
 
 
 @dataclass(frozen=True)
@@ -103,12 +107,19 @@ def resolve_window(
         return _end_value_range(incremental, cursor_type)
     if not incremental.allow_external_schedulers:
         return _from_cursor(incremental, cursor_type, stored_state, None, STATEFUL_INCREMENTAL)
-    conf_bounds = _conf_bounds(run_context.conf)
-    if conf_bounds is not None:
-        return _conf_range(incremental, cursor_type, conf_bounds, now)
+    task_bounds = _bounds(run_context.window)
+    if task_bounds is not None:
+        return _given_range(incremental, cursor_type, task_bounds, now, TASK_WINDOW)
+    conf_bounds = _bounds(run_context.conf)
     run_type = run_context.run_type
     if run_type in SCHEDULED_RUN_TYPES or (run_type is None and data_interval is not None):
-        return _scheduled(cursor_type, data_interval, run_context, now)
+        window = _scheduled(cursor_type, data_interval, run_context, now)
+        if conf_bounds is None:
+            return window
+        whole = _scheduled(cursor_type, data_interval, run_context, FAR_FUTURE)
+        return _narrowed(whole, conf_bounds, coerce_bound(now, cursor_type, "now"))
+    if conf_bounds is not None:
+        return _given_range(incremental, cursor_type, conf_bounds, now, RUN_CONF_RANGE)
     if run_type in ON_DEMAND_RUN_TYPES:
         return _from_cursor(incremental, cursor_type, stored_state, now, MANUAL_FROM_CURSOR)
     if run_type is None:
@@ -204,27 +215,52 @@ def _shift_iso_text(text: str, amount: float) -> str:
     return shifted[: -len("+00:00")] + "Z" if text.rstrip().endswith(("Z", "z")) else shifted
 
 
-def _conf_bounds(conf: dict[str, Any] | None) -> tuple[Any, Any] | None:
-    """(start, end) from the run's conf, or None when it gives neither (empty values count as absent)."""
-    if not conf:
+def _bounds(given: dict[str, Any] | None) -> tuple[Any, Any] | None:
+    """(start, end) from a window or conf dict, or None when it gives neither (empty counts as absent)."""
+    if not given:
         return None
-    start, end = (conf.get(key) if conf.get(key) != "" else None for key in ("start", "end"))
+    start, end = (given.get(key) if given.get(key) != "" else None for key in ("start", "end"))
     return None if start is None and end is None else (start, end)
 
 
-def _conf_range(incremental: Incremental, cursor_type: str, bounds: tuple[Any, Any], now: datetime) -> Window:
-    conf_start, conf_end = bounds
+def _given_range(
+    incremental: Incremental, cursor_type: str, bounds: tuple[Any, Any], now: datetime, rule: str
+) -> Window:
+    """Exactly the range a task's window or a manual run's conf names."""
+    given = "run_context.window" if rule == TASK_WINDOW else "run_context.conf"
+    given_start, given_end = bounds
     start = coerce_bound(
-        conf_start if conf_start is not None else incremental.initial_value,
+        given_start if given_start is not None else incremental.initial_value,
         cursor_type,
-        "run_context.conf.start" if conf_start is not None else "initial_value",
+        f"{given}.start" if given_start is not None else "initial_value",
     )
-    end = coerce_bound(conf_end if conf_end is not None else now, cursor_type, "run_context.conf.end")
+    end = coerce_bound(given_end if given_end is not None else now, cursor_type, f"{given}.end")
     if start is not None and end < start:
+        raise ConfigError(
+            f"{given}.end", f"{json_safe(end)!r} is before the window's start {json_safe(start)!r}"
+        )
+    return _stateless(start, end, rule, cursor_type)
+
+
+def _narrowed(whole: Window, bounds: tuple[Any, Any], now: Bound) -> Window:
+    """The part of a scheduled run's window that its conf names; conf may not reach outside it."""
+    start, end = (
+        whole_bound if given is None else coerce_bound(given, whole.cursor_type, f"run_context.conf.{key}")
+        for given, whole_bound, key in zip(bounds, (whole.start, whole.end), ("start", "end"), strict=True)
+    )
+    if start < whole.start or end > whole.end:
+        raise ConfigError(
+            "run_context.conf",
+            f"dag_run.conf asks for [{json_safe(start)}, {json_safe(end)}), which reaches outside this "
+            f"{whole.rule} run's window [{json_safe(whole.start)}, {json_safe(whole.end)}); conf may only "
+            "narrow a scheduled or backfill run's window. To load another range, trigger the DAG manually "
+            "with that conf, or use DeltaBackfillOperator (or map DeltaMergeOperator over backfill_windows)",
+        )
+    if end < start:
         raise ConfigError(
             "run_context.conf.end", f"{json_safe(end)!r} is before the window's start {json_safe(start)!r}"
         )
-    return _stateless(start, end, RUN_CONF_RANGE, cursor_type)
+    return _stateless(start, min(end, now), CONF_NARROWED, whole.cursor_type)
 
 
 def _scheduled(
@@ -305,45 +341,3 @@ def _stateless(start: Bound | None, end: Bound | None, rule: str, cursor_type: s
         rule=rule,
         cursor_type=cursor_type,
     )
-
-
-# -- backfills --------------------------------------------------------------------------------------
-
-
-def parse_every(every: str | timedelta) -> timedelta:
-    """'7 days', '1 week', '6 hours', '30 minutes' or a positive timedelta."""
-    if isinstance(every, timedelta):
-        step = every
-    else:
-        match = _EVERY.match(every) if isinstance(every, str) else None
-        if match is None:
-            raise ConfigError("every", f"{every!r} must be 'N minutes|hours|days|weeks' or a timedelta")
-        step = timedelta(**{match.group(2).lower() + "s": int(match.group(1))})
-    if step <= timedelta(0):
-        raise ConfigError("every", f"{every!r} must be longer than zero")
-    return step
-
-
-def backfill_windows(
-    start: str | datetime | date, end: str | datetime | date, every: str | timedelta = "7 days"
-) -> list[tuple[datetime, datetime]]:
-    """Consecutive half-open windows [a, b) of length `every` covering [start, end); the last is clipped.
-
-    Bounds are returned as tz-aware UTC datetimes (naive input is read as UTC, dates as midnight UTC).
-    """
-    step = parse_every(every)
-    first = _backfill_bound("start", start)
-    last = _backfill_bound("end", end)
-    if last <= first:
-        raise ConfigError("end", f"{end!r} must be after start {start!r}")
-    windows = []
-    while first < last:
-        windows.append((first, min(first + step, last)))
-        first = windows[-1][1]
-    return windows
-
-
-def _backfill_bound(argument: str, value: Any) -> datetime:
-    if isinstance(value, bool) or not isinstance(value, (str, datetime, date)):
-        raise ConfigError(argument, f"{value!r} must be an ISO 8601 string, a datetime or a date")
-    return coerce_bound(value, "timestamp", argument)

@@ -139,13 +139,15 @@ def test_request_carries_interval_run_and_conf_window():
         "logical_date": end.isoformat(),
         "period_start": None,
         "conf": {"start": "2024-01-03T00:00:00Z"},
+        "window": {},
     }
 
 
 def test_explicit_window_wins_over_conf_window():
     op = merge_op(window=("2024-02-01", datetime(2024, 2, 8, tzinfo=UTC)), incremental={"cursor_path": "t"})
     request = op.build_request(context(conf={"start": "2023-01-01"}))
-    assert request.run_context["conf"] == {"start": "2024-02-01", "end": "2024-02-08T00:00:00+00:00"}
+    assert request.run_context["window"] == {"start": "2024-02-01", "end": "2024-02-08T00:00:00+00:00"}
+    assert request.run_context["conf"] == {"start": "2023-01-01"}
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
@@ -207,11 +207,54 @@ def test_conf_without_start_starts_at_initial_value_or_unbounded():
     assert (unbounded.start, unbounded.end) == (None, utc(2024, 2, 1))
 
 
-def test_conf_applies_to_scheduled_runs_too():
-    window = resolve(
-        data_interval=(utc(2024, 3, 1), utc(2024, 3, 2)), run_type="scheduled", conf={"start": "2024-02-01"}
+@pytest.mark.parametrize("run_type", ["scheduled", "backfill"])
+def test_conf_narrows_the_interval_of_a_scheduled_run(run_type):
+    interval = (utc(2024, 3, 1), utc(2024, 3, 2))
+    window = resolve(data_interval=interval, run_type=run_type, conf={"start": "2024-03-01T12:00:00Z"})
+    assert (window.rule, window.start, window.end) == ("conf-narrowed", utc(2024, 3, 1, 12), utc(2024, 3, 2))
+    assert (window.stateful, window.boundary_dedup) == (False, False)
+    both = resolve(
+        data_interval=interval, run_type=run_type, conf={"start": "2024-03-01", "end": "2024-03-01T06:00:00Z"}
     )
-    assert (window.rule, window.start, window.end) == ("run-conf-range", utc(2024, 2, 1), NOW)
+    assert (both.start, both.end) == (utc(2024, 3, 1), utc(2024, 3, 1, 6))
+
+
+def test_conf_narrows_a_schedule_period_and_keeps_its_end_clamped_to_now():
+    period = resolve(
+        data_interval=(NOW + timedelta(hours=1), NOW + timedelta(hours=1)),
+        run_type="scheduled",
+        period_start=(NOW - timedelta(days=1)).isoformat(),
+        conf={"end": (NOW + timedelta(hours=1)).isoformat()},
+    )
+    assert (period.rule, period.start, period.end) == ("conf-narrowed", NOW - timedelta(days=1), NOW)
+
+
+@pytest.mark.parametrize(
+    "conf",
+    [
+        {"start": "2024-01-01", "end": "2024-03-01"},  # wider on both sides
+        {"start": "2024-01-31"},  # starts before the interval
+        {"end": "2024-02-09"},  # ends after it
+    ],
+)
+def test_conf_reaching_outside_a_scheduled_runs_interval_is_refused(conf):
+    with pytest.raises(ConfigError) as error:
+        resolve(data_interval=(utc(2024, 2, 1), utc(2024, 2, 8)), run_type="scheduled", conf=conf)
+    assert error.value.argument == "run_context.conf"
+    assert "reaches outside this data-interval run's window [2024-02-01T00:00:00+00:00, 2024-02-08" in str(
+        error.value
+    )
+    assert "conf may only narrow" in str(error.value) and "DeltaBackfillOperator" in str(error.value)
+
+
+def test_a_tasks_own_window_is_loaded_as_given_in_any_run():
+    window = resolve(
+        data_interval=(utc(2024, 3, 1), utc(2024, 3, 2)),
+        run_type="scheduled",
+        conf={"start": "2024-03-01T06:00:00Z"},
+        window={"start": "2024-02-01", "end": "2024-02-08"},
+    )
+    assert (window.rule, window.start, window.end) == ("task-window", utc(2024, 2, 1), utc(2024, 2, 8))
 
 
 def test_conf_applies_outside_airflow():

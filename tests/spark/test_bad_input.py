@@ -1,0 +1,227 @@
+"""The catalogue of refused inputs: each is refused with an error of the package's hierarchy that names
+the input and says what to do, BEFORE anything is committed: the table, `_dlt_loads` and the cursor
+state are exactly as they were, and the next good load works.
+
+The refusals happen before a writer is chosen, so this module runs once, not per writer.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_deltamerge import (
+    ConfigError,
+    DeltaMergeError,
+    Incremental,
+    MissingKeyColumnError,
+    SourceError,
+    run_load,
+)
+from airflow_provider_deltamerge.load import run_request
+from airflow_provider_deltamerge.spec.request import LoadRequest
+from tests.helpers import read_rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
+
+UTC = timezone.utc
+SEED = [{"id": n, "ts": datetime(2024, 1, 1, tzinfo=UTC) + timedelta(days=n)} for n in range(60)]
+
+
+def seeded(spark, dataset, **arguments) -> dict:
+    """A table of 60 days of rows, loaded with a scheduled window each week; what it holds now."""
+    run_load(SEED, spark=spark, dataset=dataset, table_name="events", **arguments)
+    return everything(dataset)
+
+
+def everything(dataset: str) -> dict:
+    tables = sorted(name for name in os.listdir(dataset) if not name.startswith("."))
+    return {
+        name: (DeltaTable(f"{dataset}/{name}").version(), read_rows(f"{dataset}/{name}", drop=()))
+        for name in tables
+    }
+
+
+def refused(error_type, spark, data, **arguments) -> DeltaMergeError:
+    with pytest.raises(error_type) as error:
+        run_load(data, spark=spark, **arguments)
+    return error.value
+
+
+# -- data loss and broken datasets -------------------------------------------------------------------------
+
+
+def test_conf_that_widens_a_scheduled_runs_window_is_refused_and_the_table_keeps_its_history(spark, dataset):
+    before = seeded(spark, dataset, write_disposition="append")
+    error = refused(
+        ConfigError,
+        spark,
+        SEED,
+        dataset=dataset,
+        table_name="events",
+        incremental=Incremental("ts", initial_value="2024-01-01T00:00:00Z"),
+        data_interval=(datetime(2024, 2, 1, tzinfo=UTC), datetime(2024, 2, 8, tzinfo=UTC)),
+        run_context={
+            "run_id": "scheduled__2024-02-08",
+            "run_type": "scheduled",
+            "conf": {"start": "2024-01-01", "end": "2024-03-01"},
+        },
+    )
+    assert error.argument == "run_context.conf" and "conf may only narrow" in str(error)
+    assert everything(dataset) == before and len(before["events"][1]) == 60
+
+
+@pytest.mark.parametrize("name", ["_dlt_loads", "_dlt_pipeline_state", "_DLT_Loads", "_dlt_anything"])
+def test_the_datasets_own_table_names_are_reserved(spark, dataset, name):
+    before = seeded(spark, dataset)
+    error = refused(ConfigError, spark, [{"id": 1}], dataset=dataset, table_name=name)
+    assert error.argument == "table_name" and "reserved for the dataset's own tables" in str(error)
+    assert everything(dataset) == before
+    run_load([{"id": 61}], spark=spark, dataset=dataset, table_name="events")  # the dataset still works
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../x", "a/b", "a\\b"])
+def test_a_table_name_is_one_folder_inside_the_dataset(spark, tmp_path, name):
+    dataset = str(tmp_path / "lake")
+    before = seeded(spark, dataset)
+    error = refused(ConfigError, spark, [{"id": 1}], dataset=dataset, table_name=name, naming="direct")
+    assert error.argument == "table_name"
+    assert everything(dataset) == before and sorted(os.listdir(tmp_path)) == ["lake"]
+
+
+def test_a_relative_dataset_is_refused_by_run_load_as_by_the_operators(spark):
+    error = refused(ConfigError, spark, [{"id": 1}], dataset="lake/here", table_name="events")
+    assert error.argument == "dataset" and "relative path" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("run_context", "argument"),
+    [
+        ({"run_id": 123}, "run_context.run_id"),
+        ({"run_id": "r", "try_number": "2"}, "run_context.try_number"),
+        ({"dag_id": {"a": 1}, "run_id": "r"}, "run_context.dag_id"),
+        ({"run_id": "r", "map_index": True}, "run_context.map_index"),
+        ({"run_id": "r", "conf": "start=2024-01-01"}, "run_context.conf"),
+    ],
+)
+def test_run_identity_of_the_wrong_type_is_refused_before_the_commit(spark, dataset, run_context, argument):
+    before = seeded(spark, dataset)
+    error = refused(
+        ConfigError, spark, [{"id": 61}], dataset=dataset, table_name="events", run_context=run_context
+    )
+    assert error.argument == argument
+    assert everything(dataset) == before
+    assert run_load([{"id": 61}], spark=spark, dataset=dataset, table_name="events").loaded
+
+
+@pytest.mark.parametrize("value", ["date_add(date'9999-12-31', 1)", "make_date(-5, 1, 1)"])
+def test_dates_no_delta_reader_can_read_back_are_refused_naming_column_and_key(spark, dataset, value):
+    before = seeded(spark, dataset, write_disposition="merge", primary_key="id")
+    batch = spark.sql(f"SELECT 7 AS id, {value} AS due, timestamp'2024-01-01 00:00:00' AS ts")
+    error = refused(
+        SourceError,
+        spark,
+        batch,
+        dataset=dataset,
+        table_name="events",
+        write_disposition="merge",
+        primary_key="id",
+    )
+    assert "column 'due' holds 1 value(s) outside 0001-01-01..9999-12-31" in str(error)
+    assert "{'id': '7'}" in str(error)
+    assert everything(dataset) == before
+
+
+# -- silent wrong results ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bound", ["initial_value", "end_value"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_bound_no_value_compares_with_is_refused(bound, value):
+    arguments = {"initial_value": 0, bound: value}
+    with pytest.raises(ConfigError) as error:
+        Incremental("id", **arguments)
+    assert error.value.argument == bound and "not a finite number" in str(error.value)
+
+
+@pytest.mark.parametrize("column", ["__hd", "__ord", "__action", "__k_id", "__rank", "__inc_keep"])
+@pytest.mark.parametrize("strategy", ["upsert", "delete-insert", "insert-only"])
+def test_user_columns_that_collide_with_helper_columns_are_refused(spark, dataset, column, strategy):
+    disposition = {"disposition": "merge", "strategy": strategy}
+    keys = {
+        "write_disposition": disposition,
+        "primary_key": "id",
+        "columns": {"deleted": {"hard_delete": True}},
+    }
+    before = seeded(spark, dataset, **keys)
+    batch = [{"id": 1, column: True, "deleted": False}, {"id": 2, column: False, "deleted": False}]
+    error = refused(SourceError, spark, batch, dataset=dataset, table_name="events", naming="direct", **keys)
+    assert f"['{column}'] start with '__'" in str(error) and "naming='snake_case'" in str(error)
+    assert everything(dataset) == before
+
+
+# -- raw errors become the package's errors ------------------------------------------------------------------
+
+
+def test_a_key_that_is_not_a_column_name_is_refused(spark, dataset):
+    error = refused(ConfigError, spark, [{"id": 1}], dataset=dataset, table_name="t", primary_key=123)
+    assert error.argument == "primary_key" and "not a column name" in str(error)
+
+
+@pytest.mark.parametrize("data", [None, 42, "SELECT 1", {"id": 1}])
+def test_data_that_is_no_batch_is_refused_saying_what_is_accepted(spark, dataset, data):
+    error = refused(SourceError, spark, data, dataset=dataset, table_name="t")
+    assert "a Spark DataFrame, a pandas DataFrame, a list of dicts, or a callable" in str(error)
+    assert not os.path.exists(dataset)
+
+
+def test_a_pandas_dataframe_is_loaded(spark, dataset):
+    frame = pd.DataFrame({"id": [1, 2], "at": pd.to_datetime(["2024-01-01 10:00", "2024-01-02 11:00"])})
+    info = run_load(frame, spark=spark, dataset=dataset, table_name="t")
+    rows = read_rows(f"{dataset}/t")
+    assert info.metrics["numTargetRowsInserted"] == 2
+    assert rows == [
+        {"id": 1, "at": datetime(2024, 1, 1, 10, tzinfo=UTC)},
+        {"id": 2, "at": datetime(2024, 1, 2, 11, tzinfo=UTC)},
+    ]
+
+
+def test_dedup_sort_on_a_column_the_batch_lacks_is_refused(spark, dataset):
+    keys = {"write_disposition": "merge", "primary_key": "id"}
+    before = seeded(spark, dataset, **keys)
+    error = refused(
+        MissingKeyColumnError,
+        spark,
+        [{"id": 1}, {"id": 1}],
+        dataset=dataset,
+        table_name="events",
+        columns={"version": {"dedup_sort": "desc"}},
+        **keys,
+    )
+    assert (error.column, error.hint) == ("version", "dedup_sort")
+    assert everything(dataset) == before
+
+
+def test_a_dataset_with_an_unknown_scheme_is_refused(spark):
+    error = refused(ConfigError, spark, [{"id": 1}], dataset="foo://bucket/lake", table_name="t")
+    assert error.argument == "dataset" and "'foo'" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [("{tmp}/no-such-folder", "does not exist"), ("foo://bucket/landing", "no file system for")],
+)
+def test_a_source_path_spark_cannot_open_is_named_in_one_line(spark, tmp_path, path, says):
+    path = path.format(tmp=tmp_path)
+    request = LoadRequest.create(
+        source={"format": "parquet", "path": path}, dataset=str(tmp_path / "lake"), table_name="t"
+    )
+    with pytest.raises(SourceError) as error:
+        run_request(request, spark)
+    assert str(error.value).startswith(f"source path {path!r}") and says in str(error.value)
+    assert "\n" not in str(error.value) and "Py4J" not in str(error.value)
+    assert not os.path.exists(tmp_path / "lake" / "t")
