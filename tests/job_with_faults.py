@@ -11,14 +11,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 sys.path[:] = [REPO_ROOT] + [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
-if __name__ == "__main__":
+
+def run_counted() -> int:
     from airflow_provider_deltamerge.remote_job import main
     from tests import faults, store_reads
 
     faults.install()
     counter = store_reads.count_into_file(os.environ.get(store_reads.COUNT_FILE))
     try:
-        code = main()
+        return main()
     finally:
         counter.write()
-    sys.exit(code)
+
+
+if __name__ == "__main__":
+    from airflow_provider_deltamerge.remote_job import exit_with
+
+    exit_with(run_counted)

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.log import mask_secret
 
 from ..errors import ConfigError, JobFailedError
+from ..spec.secrets import credential_values, redact_text
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -148,6 +150,18 @@ def submitted_load_metrics(request: LoadRequest, known: set[str], loads: list[di
     return ours[-1]["metrics"]
 
 
+def masking_submit_hook(secrets: list[str]) -> type:
+    """SparkSubmitHook, masking in the command it logs and in its errors every credential this load
+    hands over, not only values whose keys say "secret" or "password"."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    class MaskingSparkSubmitHook(SparkSubmitHook):
+        def _mask_cmd(self, connection_cmd: str | list[str]) -> str:
+            return redact_text(super()._mask_cmd(connection_cmd), secrets)
+
+    return MaskingSparkSubmitHook
+
+
 def split_log_tail(message: str) -> tuple[str, str]:
     """SparkSubmitHook's failure message split into (first part, masked tail of the driver output)."""
     head, _, tail = message.partition(LOG_TAIL_MARKER)
@@ -187,6 +201,7 @@ class DeltaMergeHook(BaseHook):
         self.python = python or sys.executable
         self.delta_jars = delta_jars
         self._submit_hook: Any = None
+        self._secrets: list[str] = []
 
     @cached_property
     def connection(self) -> Connection | None:
@@ -212,6 +227,9 @@ class DeltaMergeHook(BaseHook):
         from ..load import run_request
 
         mode = self.mode
+        self._secrets = self.credentials(request)
+        for secret in self._secrets:
+            mask_secret(secret)  # Airflow's task log hides them from here on
         self.log.info("Running %s with %s Spark", request.describe(), mode)
         if mode == "submit":
             return self._run_submit(request)
@@ -221,6 +239,21 @@ class DeltaMergeHook(BaseHook):
         finally:
             if mode == "connect":
                 spark.stop()
+
+    def credentials(self, request: LoadRequest) -> list[str]:
+        """Every credential this load hands to Spark: Spark properties, the connection's password and
+        extras, the source's options (tokens, account keys, SAS, passwords, JDBC url passwords)."""
+        connection = self.connection
+        handed = {
+            "spark_conf": self.spark_conf,
+            "submit_options": self.submit_options,
+            "source": request.source,
+            "connection": {
+                "password": connection.password if connection else None,
+                "extra": connection.extra_dejson if connection else None,
+            },
+        }
+        return credential_values(handed)
 
     def _local_session(self) -> Any:
         """The process's local session; a `deltamerge` connection gives its master and Spark conf.
@@ -275,8 +308,6 @@ class DeltaMergeHook(BaseHook):
 
     def _submit(self, request: LoadRequest) -> None:
         """spark-submit remote_job.py with the request as a JSON file; JobFailedError if it fails."""
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
         with tempfile.TemporaryDirectory(prefix="deltamerge-") as folder:
             request_file = os.path.join(folder, "request.json")
             with open(request_file, "w", encoding="utf-8") as handle:
@@ -289,13 +320,13 @@ class DeltaMergeHook(BaseHook):
                 submit_options=self.submit_options,
                 delta_jars=self.delta_jars,
             )
-            self._submit_hook = SparkSubmitHook(conn_id=self.conn_id, **arguments)
+            self._submit_hook = masking_submit_hook(self._secrets)(conn_id=self.conn_id, **arguments)
             with resources.as_file(remote_job_resource()) as application:
                 try:
                     # cwd: the job's scratch files (spark-warehouse, derby.log) stay in the temp folder
                     self._submit_hook.submit(str(application), env=spark_submit_env(os.environ), cwd=folder)
                 except AirflowException as exc:
-                    head, tail = split_log_tail(str(exc))
+                    head, tail = split_log_tail(redact_text(str(exc), self._secrets))
                     raise JobFailedError(f"spark job for {request.table_uri} failed: {head}", tail) from None
 
     def kill(self) -> None:

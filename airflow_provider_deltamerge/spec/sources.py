@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from ..errors import ConfigError
+from .secrets import redacted
 
 SOURCE_KINDS = ("reader", "table", "sql", "callable")
 READER_KEYS = ("format", "path", "options")
@@ -33,24 +34,24 @@ def parse_source(value: str | dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, str):
         return _parse_string(value)
     if not isinstance(value, dict):
-        raise ConfigError("source", f"{value!r} must be a dict or a string")
+        raise ConfigError("source", f"{redacted(value)!r} must be a dict or a string")
     if "format" in value:
         return _parse_reader(value)
     kinds = [k for k in ("table", "sql", "callable") if k in value]
     if len(kinds) != 1 or len(value) != 1:
         raise ConfigError(
             "source",
-            f"{value!r} must be a reader spec {{'format', 'path', 'options'}} or have exactly one of "
-            "the keys 'table', 'sql', 'callable'",
+            f"{redacted(value)!r} must be a reader spec {{'format', 'path', 'options'}} or have exactly one "
+            "of the keys 'table', 'sql', 'callable'",
         )
     kind = kinds[0]
     text = value[kind]
     if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"source.{kind}", f"{text!r} must be a non-empty string")
+        raise ConfigError(f"source.{kind}", f"{redacted(text)!r} must be a non-empty string")
     if kind == "callable" and not _CALLABLE_RE.fullmatch(text):
-        raise ConfigError("source.callable", f"{text!r} must look like 'package.module:function'")
+        raise ConfigError("source.callable", f"{redacted(text)!r} must look like 'package.module:function'")
     if kind == "table" and not _TABLE_RE.fullmatch(text):
-        raise ConfigError("source.table", f"{text!r} is not a table name like 'db.table'")
+        raise ConfigError("source.table", f"{redacted(text)!r} is not a table name like 'db.table'")
     return {kind: text}
 
 
@@ -80,7 +81,7 @@ def _parse_reader(spec: dict[str, Any]) -> dict[str, Any]:
     if path is not None and (not isinstance(path, str) or not path):
         raise ConfigError("source.path", f"{path!r} must be a non-empty string")
     if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
-        raise ConfigError("source.options", f"{options!r} must be a dict of reader options")
+        raise ConfigError("source.options", f"{redacted(options)!r} must be a dict of reader options")
     out: dict[str, Any] = {"format": fmt, "options": {k: _option_text(k, v) for k, v in options.items()}}
     if path is not None:
         out["path"] = path
@@ -92,4 +93,6 @@ def _option_text(key: str, value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
         return str(value)
-    raise ConfigError(f"source.options[{key!r}]", f"{value!r} must be a string, number or boolean")
+    raise ConfigError(
+        f"source.options[{key!r}]", f"{redacted({key: value})[key]!r} must be a string, number or boolean"
+    )

@@ -31,7 +31,14 @@ pytestmark = pytest.mark.spark
 
 SECRET_CONF = "TOPSECRET-conf-value-42"
 CONN_PASSWORD = "conn-password-s3cr3t"
-SUBMIT_CONF = {"spark.ui.enabled": "false", "spark.hadoop.fs.s3a.secret.key": SECRET_CONF}
+# Credentials of every kind a cluster is handed; none may reach a log line or an error message.
+CREDENTIALS = {
+    "spark.hadoop.fs.s3a.secret.key": SECRET_CONF,
+    "spark.hadoop.fs.s3a.session.token": "session-token-value-77",
+    "spark.hadoop.fs.azure.account.key.lakeacct.dfs.core.windows.net": "azure-account-key-88==",
+    "spark.hadoop.fs.azure.sas.landing.lakeacct.blob.core.windows.net": "sv=2024&sig=sas-signature-99",
+}
+SUBMIT_CONF = {"spark.ui.enabled": "false", **CREDENTIALS}
 
 
 def landing(folder: Path) -> str:
@@ -104,7 +111,8 @@ def test_spark_submit_local_reads_metrics_from_the_load_record(tmp_path, monkeyp
     )
     output = "".join(capfd.readouterr())
     assert "Spark-Submit cmd" in output and "remote_job.py --request-file" in output
-    assert SECRET_CONF not in output and CONN_PASSWORD not in output
+    assert CONN_PASSWORD not in output
+    assert not [secret for secret in CREDENTIALS.values() if secret in output]
     assert not list(Path.cwd().glob("spark-warehouse"))
 
 
@@ -137,7 +145,8 @@ def test_failed_job_raises_with_the_driver_log_tail(tmp_path, monkeypatch, submi
         DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF).run(request)
     assert "spark job for file://" in str(failure.value) and "Error code is: 1" in str(failure.value)
     assert "ValueError: landing file orders-7.json is truncated" in failure.value.log_tail
-    assert SECRET_CONF not in str(failure.value)
+    told = str(failure.value) + failure.value.log_tail
+    assert not [secret for secret in CREDENTIALS.values() if secret in told]
     assert read_loads(request.dataset) == []
 
 
