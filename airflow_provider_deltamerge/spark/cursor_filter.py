@@ -17,7 +17,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import ConfigError, CursorColumnMissingError, CursorValueMissingError, MissingKeyColumnError
+from ..errors import (
+    ConfigError,
+    CursorColumnMissingError,
+    CursorValueMissingError,
+    MissingKeyColumnError,
+    SourceError,
+)
 from ..spec.incremental import EPOCH, Incremental, coerce_bound, cursor_state, json_safe
 from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..spec.window import Window
@@ -136,6 +142,8 @@ def apply_cursor(
     # hashes and the commit would give a last_value for other rows than those loaded, and the next run
     # would load the difference twice.
     annotated = materialize(annotated)
+    if window.cursor_type == "string":
+        _check_one_timestamp_format(annotated, incremental.cursor_path)
     result = _summarise(annotated, incremental, window)
     if result.rows_missing_cursor and incremental.on_cursor_value_missing == "raise":
         raise CursorValueMissingError(incremental.cursor_path, result.rows_missing_cursor, result.rows_before)
@@ -144,6 +152,27 @@ def apply_cursor(
         result = replace(result, unique_hashes=_boundary_hashes(annotated, last_value, window.cursor_type))
     helpers = [c for c in (_CURSOR, _HASH, _KEEP, _DUPLICATE) if c in annotated.columns]
     return annotated.filter(F.col(_KEEP)).drop(*helpers), result
+
+
+def _check_one_timestamp_format(annotated: DataFrame, cursor_path: str) -> None:
+    """A text cursor compares as text: timestamps written two ways ('2024-01-01 12:00:00' and
+    '2024-01-01T12:00:00Z') would be ordered wrongly and rows skipped silently, so they are refused.
+    Bare dates order correctly beside any one timestamp format and are left out of the check."""
+    timestamps = annotated.filter(F.col(_CURSOR).rlike(r"^\d{4}-\d{2}-\d{2}.") & (F.length(_CURSOR) > 10))
+    shapes = (
+        timestamps.groupBy(F.regexp_replace(F.col(_CURSOR), "[0-9]", "9").alias("shape"))
+        .agg(F.min(F.col(_CURSOR)).alias("example"))
+        .orderBy("shape")
+        .limit(2)
+        .collect()
+    )
+    if len(shapes) > 1:
+        first, second = (row["example"] for row in shapes)
+        raise SourceError(
+            f"incremental cursor {cursor_path!r} is text holding timestamps written in more than one way, "
+            f"e.g. {first!r} and {second!r}; as text they compare wrongly and rows would be skipped "
+            "silently. Nothing was loaded. Write the cursor one way in the source, or cast it to a timestamp."
+        )
 
 
 def _cursor_column(cursor_path: str) -> Column:

@@ -225,3 +225,42 @@ def test_a_source_path_spark_cannot_open_is_named_in_one_line(spark, tmp_path, p
     assert str(error.value).startswith(f"source path {path!r}") and says in str(error.value)
     assert "\n" not in str(error.value) and "Py4J" not in str(error.value)
     assert not os.path.exists(tmp_path / "lake" / "t")
+
+
+def test_a_text_cursor_with_timestamps_written_two_ways_is_refused(spark, dataset):
+    """As text, '2024-01-01 12:00:00' sorts before '2024-01-01T00:00:00Z': 2 of these 4 rows were
+    skipped silently."""
+    before = seeded(spark, dataset)
+    batch = [
+        {"id": 1, "at": "2024-01-01 12:00:00"},
+        {"id": 2, "at": "2024-01-01T12:00:00Z"},
+        {"id": 3, "at": "2024-01-02 08:00:00"},
+        {"id": 4, "at": "2024-01-02T08:00:00Z"},
+    ]
+    error = refused(
+        SourceError,
+        spark,
+        batch,
+        dataset=dataset,
+        table_name="events",
+        incremental=Incremental("at", initial_value="2024-01-01T00:00:00Z"),
+    )
+    assert "'2024-01-01 12:00:00' and '2024-01-01T12:00:00Z'" in str(error)
+    assert everything(dataset) == before
+
+
+def test_a_text_cursor_of_one_format_with_bare_dates_still_loads(spark, dataset):
+    batch = [
+        {"id": 1, "at": "2024-01-01"},
+        {"id": 2, "at": "2024-01-01T12:00:00Z"},
+        {"id": 3, "at": "2024-01-02"},
+    ]
+    info = run_load(
+        batch,
+        spark=spark,
+        dataset=dataset,
+        table_name="events",
+        incremental=Incremental("at", initial_value="2024-01-01T06:00:00Z"),
+    )
+    assert sorted(r["id"] for r in read_rows(f"{dataset}/events")) == [2, 3]
+    assert info.metrics["rows_staged"] == 2
