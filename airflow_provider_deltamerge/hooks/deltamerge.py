@@ -33,30 +33,9 @@ if TYPE_CHECKING:
     from ..spec.request import LoadRequest
 
 MODES = {None: "local", "deltamerge": "local", "spark": "submit", "spark_connect": "connect"}
-# SparkSubmitHook keyword arguments a user may pass through `submit_options`.
-SUBMIT_OPTIONS = (
-    "files",
-    "py_files",
-    "archives",
-    "driver_class_path",
-    "jars",
-    "packages",
-    "exclude_packages",
-    "repositories",
-    "total_executor_cores",
-    "executor_cores",
-    "executor_memory",
-    "driver_memory",
-    "keytab",
-    "principal",
-    "proxy_user",
-    "num_executors",
-    "status_poll_interval",
-    "verbose",
-    "properties_file",
-    "yarn_queue",
-    "deploy_mode",
-)
+# SparkSubmitHook arguments this hook sets itself; every other one of the installed hook's arguments
+# may come through `submit_options` (Spark properties come through `spark_conf`).
+SET_BY_THIS_HOOK = ("conf", "conn_id", "name", "application_args")
 LOG_TAIL_MARKER = "Last spark-submit output:"
 # Session settings every job gets, as the embedded local session has them (results must not depend on
 # where the load ran); the driver log stays short so a failure's cause is in the tail.
@@ -73,13 +52,27 @@ def remote_job_resource() -> Any:
     return resources.files("airflow_provider_deltamerge") / "remote_job.py"
 
 
+def submit_options_accepted() -> tuple[str, ...]:
+    """The installed SparkSubmitHook's keyword arguments, but those this hook sets itself."""
+    import inspect
+
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    parameters = inspect.signature(SparkSubmitHook.__init__).parameters.values()
+    named = (p.name for p in parameters if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD)
+    return tuple(name for name in named if name not in ("self", *SET_BY_THIS_HOOK))
+
+
 def check_submit_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`submit_options` as a dict; a key SparkSubmitHook does not take (or we set) is refused."""
-    unknown = sorted(set(options or {}) - set(SUBMIT_OPTIONS))
+    """`submit_options` as a dict; a key the installed SparkSubmitHook does not take, or that this hook
+    sets itself, is refused."""
+    if not options:
+        return {}
+    accepted = submit_options_accepted()
+    unknown = sorted(set(options) - set(accepted))
     if unknown:
-        valid = ", ".join(SUBMIT_OPTIONS)
-        raise ConfigError("submit_options", f"unknown option(s) {unknown}; valid: {valid}")
-    return dict(options or {})
+        raise ConfigError("submit_options", f"unknown option(s) {unknown}; valid: {', '.join(accepted)}")
+    return dict(options)
 
 
 def submit_arguments(

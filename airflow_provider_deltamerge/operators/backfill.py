@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..spec.backfill import backfill_windows, parse_every
 from ..spec.incremental import coerce_bound
-from .context import split_conf
+from .context import openlineage_spark_conf, split_conf
 from .merge import DeltaMergeOperator, is_templated
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ class DeltaBackfillOperator(DeltaMergeOperator):
             return backfill_windows(*backfill_range(self.start, self.end, conf_window), every=every)
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        self._lineage_conf = openlineage_spark_conf(context)
         windows = self.plan(context)
         self.log.info("Backfilling %s in %d chunk(s)", self.table_name, len(windows))
         loads = []

@@ -159,3 +159,21 @@ def run_context_of(
         "conf": dict(conf_window),
         "window": dict(task_window or {}),
     }
+
+
+def openlineage_spark_conf(context: Mapping[str, Any]) -> dict[str, str]:
+    """Spark properties carrying OpenLineage's parent job and transport information, where Airflow's
+    ``[openlineage] spark_inject_parent_job_info`` / ``spark_inject_transport_info`` ask for them, as
+    SparkSubmitOperator adds them; empty otherwise (and without the OpenLineage provider)."""
+    from airflow.providers.common.compat.openlineage.utils.spark import (
+        inject_parent_job_information_into_spark_properties,
+        inject_transport_information_into_spark_properties,
+    )
+    from airflow.providers.common.compat.sdk import conf
+
+    properties: dict[str, str] = {}
+    if conf.getboolean("openlineage", "spark_inject_parent_job_info", fallback=False):
+        properties = inject_parent_job_information_into_spark_properties(properties, context)
+    if conf.getboolean("openlineage", "spark_inject_transport_info", fallback=False):
+        properties = inject_transport_information_into_spark_properties(properties, context)
+    return dict(properties)

@@ -9,14 +9,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import Asset, BaseOperator
+from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
 from ..spec.naming import table_uri
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
-from .context import check_overridable, data_interval_of, run_context_of, split_conf
+from .context import (
+    check_overridable,
+    data_interval_of,
+    openlineage_spark_conf,
+    run_context_of,
+    split_conf,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -36,6 +42,15 @@ def is_templated(value: Any) -> bool:
 def table_asset(dataset: str, table_name: str, naming: str = "snake_case") -> Asset:
     """The Asset a load into <dataset>/<table_name> updates."""
     return Asset(uri=table_uri(dataset, table_name, naming))
+
+
+def table_outlet(dataset: str, table_name: str, naming: str = "snake_case") -> Asset | AssetAlias:
+    """What a task declares it updates, when the DAG is parsed: the table's Asset; or, where dataset
+    or table_name is templated, an AssetAlias that the task resolves to the rendered table's Asset
+    when it emits its event."""
+    if is_templated([dataset, table_name]):
+        return AssetAlias(name=f"deltamerge:{dataset}/{table_name}")
+    return table_asset(check_dataset(dataset), check_table_name(table_name), naming)
 
 
 def check_window(window: Any) -> dict[str, Any] | None:
@@ -118,14 +133,14 @@ class DeltaMergeOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         overridable = check_overridable(conf_overridable)
-        emit_asset = emit_asset and not is_templated([dataset, table_name])
         if emit_asset:
             outlets = list(kwargs.get("outlets") or [])
-            asset = table_asset(check_dataset(dataset), check_table_name(table_name), naming)
-            kwargs["outlets"] = outlets if asset in outlets else [*outlets, asset]
+            outlet = table_outlet(dataset, table_name, naming)
+            kwargs["outlets"] = outlets if outlet in outlets else [*outlets, outlet]
         super().__init__(**kwargs)
         self.conf_overridable = overridable
         self.emit_asset = emit_asset
+        self._declared_outlet = table_outlet(dataset, table_name, naming) if emit_asset else None
         self.source = source
         self.dataset = dataset
         self.table_name = table_name
@@ -144,6 +159,7 @@ class DeltaMergeOperator(BaseOperator):
         self.submit_options = submit_options
         self.delta_jars = delta_jars
         self._hook: DeltaMergeHook | None = None
+        self._lineage_conf: dict[str, str] = {}
         self.check_arguments()
 
     def check_arguments(self) -> None:
@@ -188,21 +204,28 @@ class DeltaMergeOperator(BaseOperator):
         return metrics
 
     def execute(self, context: Context) -> dict[str, Any]:
+        self._lineage_conf = openlineage_spark_conf(context)
         metrics = self.load(self.build_request(context))
         self.publish(context, metrics)
         return metrics
 
     def publish(self, context: Context, extra: dict[str, Any]) -> None:
-        """Put the metrics on the target table's asset event."""
-        if self.emit_asset:
-            context["outlet_events"][table_asset(self.dataset, self.table_name, self.naming)].extra = extra
+        """Put the metrics on the target table's asset event (through its alias where it is templated)."""
+        if not self.emit_asset:
+            return
+        asset = table_asset(self.dataset, self.table_name, self.naming)
+        outlet = self._declared_outlet
+        if isinstance(outlet, AssetAlias):
+            context["outlet_events"][outlet].add(asset, extra=extra)
+        else:
+            context["outlet_events"][asset].extra = extra
 
     @property
     def hook(self) -> DeltaMergeHook:
         if self._hook is None:
             self._hook = DeltaMergeHook(
                 self.conn_id,
-                spark_conf=self.spark_conf,
+                spark_conf={**self._lineage_conf, **(self.spark_conf or {})},  # the DAG's own settings win
                 submit_options=self.submit_options,
                 delta_jars=self.delta_jars,
             )

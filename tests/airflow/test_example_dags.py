@@ -49,13 +49,17 @@ def flights_between(times: pd.Series, start: datetime, end: datetime) -> int:
 
 
 def asset_events(dag_run) -> list[dict]:
+    return [extra for _, extra in asset_events_by_uri(dag_run)]
+
+
+def asset_events_by_uri(dag_run) -> list[tuple[str, dict]]:
     from airflow.models.asset import AssetEvent
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == dag_run.run_id)).all()
-        return [event.extra for event in events]
+        return [(event.asset.uri, event.extra) for event in events]
 
 
 def flights_rows() -> int:
@@ -192,3 +196,17 @@ def test_a_configuration_error_found_by_the_job_fails_without_retry(tmp_path):
         AirflowFailException, match="load: run_context.period_start: run 'r' has a zero-width"
     ):
         op.execute(context)
+
+
+def test_a_templated_target_emits_the_rendered_tables_asset_event(airflow_db):
+    from airflow.sdk import AssetAlias
+
+    dag = demo.load_dag(DAGS_FOLDER, "deltamerge_test_templated_target.py")
+    assert dag.get_task("load").outlets == [
+        AssetAlias(name="deltamerge:{{ params.lake }}/{{ params.table }}")
+    ]
+    run = dag.test()
+    assert run.state == "success"
+    metrics = demo.return_value(run, "load")
+    assert metrics["numTargetRowsInserted"] == 3
+    assert asset_events_by_uri(run) == [(f"file://{DEMO_DIR}/lake/templated/orders", metrics)]

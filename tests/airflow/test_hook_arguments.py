@@ -144,3 +144,24 @@ def test_submitted_load_metrics_come_from_the_load_record():
         "load_id": None,
         "table": "orders",
     }
+
+
+def test_submit_options_take_every_argument_of_the_installed_spark_submit_hook():
+    import inspect
+
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from airflow_provider_deltamerge.hooks.deltamerge import check_submit_options
+
+    taken = set(inspect.signature(SparkSubmitHook.__init__).parameters) - {
+        "self",
+        "conf",
+        "conn_id",
+        "name",
+        "application_args",
+    }
+    options = {name: None for name in taken}
+    assert check_submit_options(options) == options
+    for ours in ("conf", "conn_id", "name", "application_args"):
+        with pytest.raises(ConfigError, match=rf"submit_options: unknown option\(s\) \['{ours}'\]"):
+            check_submit_options({ours: "x"})

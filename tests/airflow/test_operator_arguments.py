@@ -10,6 +10,7 @@ import pytest
 from airflow.sdk import (
     DAG,
     Asset,
+    AssetAlias,
     CronDataIntervalTimetable,
     CronTriggerTimetable,
     DeltaTriggerTimetable,
@@ -20,7 +21,11 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_provider_deltamerge.errors import ConfigError
 from airflow_provider_deltamerge.operators import DeltaBackfillOperator, DeltaMergeOperator, DeltaScd2Operator
 from airflow_provider_deltamerge.operators.backfill import backfill_range
-from airflow_provider_deltamerge.operators.context import schedule_period_start, split_conf
+from airflow_provider_deltamerge.operators.context import (
+    openlineage_spark_conf,
+    schedule_period_start,
+    split_conf,
+)
 
 UTC = timezone.utc
 BASE = {
@@ -103,7 +108,8 @@ def test_target_is_declared_as_outlet_asset():
     op = merge_op(table_name="FlightLegs")
     assert op.outlets == [Asset(uri="file:///lake/demo/flight_legs")]
     assert merge_op(dataset="s3://bucket/lake").outlets == [Asset(uri="s3://bucket/lake/flights")]
-    assert merge_op(dataset="{{ var.value.lake }}").outlets == []
+    templated = merge_op(dataset="{{ var.value.lake }}").outlets
+    assert templated == [AssetAlias(name="deltamerge:{{ var.value.lake }}/flights")]
 
 
 def test_templated_arguments_are_rendered_then_validated():
@@ -228,3 +234,25 @@ def test_backfill_plan_is_chunked_from_conf():
     assert [(a.day, b.day) for a, b in windows] == [(1, 8), (8, 15), (15, 20)]
     with pytest.raises(AirflowFailException, match="bf: start"):
         op.plan(context(run_type="manual"))
+
+
+def test_openlineage_spark_properties_reach_the_hook_where_airflow_asks_for_them(monkeypatch):
+    """As SparkSubmitOperator does: [openlineage] spark_inject_parent_job_info adds the parent job's
+    properties to what the job is submitted with; the DAG's own spark_conf wins on a clash."""
+    import airflow.providers.common.compat.openlineage.utils.spark as lineage
+
+    seen = {}
+
+    def inject_parent(properties, context):
+        seen["context"] = context
+        return {**properties, "spark.openlineage.parentJobName": "d.load", "spark.app.name": "from-lineage"}
+
+    monkeypatch.setattr(lineage, "inject_parent_job_information_into_spark_properties", inject_parent)
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO", "True")
+    op = merge_op(spark_conf={"spark.app.name": "mine"})
+    ctx = context()
+    op._lineage_conf = openlineage_spark_conf(ctx)
+    assert seen["context"] is ctx
+    assert op.hook.spark_conf == {"spark.openlineage.parentJobName": "d.load", "spark.app.name": "mine"}
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO", "False")
+    assert openlineage_spark_conf(ctx) == {}
