@@ -36,6 +36,7 @@ from .spark.window_steps import filter_to_window, open_load_window, record_empty
 from .spec.naming import naming_convention
 from .spec.request import LoadRequest
 from .spec.run import new_load_id, txn_version
+from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,17 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
 
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
     check_data(data)
+    steps = StepLog(request.table)
     writer = select_writer(request.backend, spark)
     stored = store.StoreSnapshot.read(request.dataset)
     recovered = store.record_unrecorded_loads(stored, request, writer)
+    steps.step(
+        "store",
+        "%d loads recorded in %s; %d committed unrecorded",
+        len(stored.loads),
+        request.dataset,
+        len(recovered),
+    )
     finished = _finish_interrupted_attempt(request, recovered) or _already_loaded(request, stored)
     if finished is not None:
         return finished
@@ -96,10 +105,18 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     opened = open_load_window(request, table, stored.latest_state(request.pipeline, request.table))
     checkpoint("extract")
     batch = _extract(spark, data, request, opened.window if opened else None)
+    steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
+    steps.step("window", "%s", describe_window(opened.window if opened else None))
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
-    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored)
+    steps.step(
+        "stage",
+        "%s rows read, %s staged (dedup, hard deletes, checks)",
+        f"{staged.rows_extracted:,}",
+        f"{staged.rows_staged:,}",
+    )
+    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored, steps)
     attempt = 1
     while True:
         try:
@@ -133,6 +150,7 @@ class _StagedLoad:
     window: Any  # spec.window.Window or None
     new_state: dict | None
     stored: store.StoreSnapshot
+    steps: StepLog
 
     @property
     def window_dict(self) -> dict | None:
@@ -150,7 +168,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "rows_staged": staged.rows_staged,
         "writer": writer.name,
     }
-    log.info("load %s of %s: %s", load_id, request.table_path, plan.reason)
+    load.steps.step("plan", "%s", describe_plan(plan))
     if plan.operation is Operation.NOTHING:
         version = table.version if table is not None else None
         metrics = {**base_metrics, "load_id": None, "table_version": version}
@@ -167,6 +185,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     if result.already_applied:  # a concurrent submission of the same load id committed first
         return _applied_by_another(request, writer, load_id)
     checkpoint("after_commit")
+    load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
         **result.metrics,
         **base_metrics,
@@ -188,7 +207,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     store.write_state_row(load.stored, record)
     checkpoint("after_state_row")
     store.write_load_row(load.stored, record)
-    log.info("load %s committed version %s of %s: %s", load_id, result.version, request.table_path, metrics)
+    load.steps.step("record", "load %s recorded in %s", load_id, store.LOADS_TABLE)
+    log.debug("load %s metrics: %s", load_id, metrics)
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
 
 

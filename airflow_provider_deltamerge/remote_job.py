@@ -13,6 +13,7 @@ request's load id. A failure exits non-zero with the traceback on stderr; succes
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import traceback
@@ -40,12 +41,20 @@ def read_request_text(path: str) -> str:
     raise FileNotFoundError(f"request file {path!r} not found (also looked for {os.path.basename(path)!r})")
 
 
+def log_to_stderr() -> None:
+    """The load's INFO lines on stderr, which spark-submit hands to the Airflow task log."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from airflow_provider_deltamerge.load import run_request
     from airflow_provider_deltamerge.spec.request import LoadRequest
 
+    log_to_stderr()
     args = parse_args(argv)
     request = LoadRequest.from_json(read_request_text(args.request_file))
     spark = SparkSession.builder.appName(f"deltamerge {request.table}").getOrCreate()

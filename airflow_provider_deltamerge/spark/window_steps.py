@@ -71,15 +71,7 @@ def open_window(
         stored_state=stored_state,
         now=now,
     )
-    log.info("window of this load (%s): %s", window.rule, _describe(window))
     return WindowContext(incremental, stored_state, window, now)
-
-
-def _describe(window: Window) -> str:
-    left = "[" if window.start_closed else "("
-    right = "]" if window.end_closed else ")"
-    kind = "stateful" if window.stateful else "stateless"
-    return f"{left}{window.start}, {window.end}{right} {kind}"
 
 
 def replace_predicate(window: Window, cursor_path: str) -> Expr | None:

@@ -111,6 +111,10 @@ def test_spark_submit_local_reads_metrics_from_the_load_record(tmp_path, monkeyp
     )
     output = "".join(capfd.readouterr())
     assert "Spark-Submit cmd" in output and "remote_job.py --request-file" in output
+    # the job's step lines reach the task log through spark-submit's output
+    assert "load of orders | window  | run-conf-range [2024-01-02 00:00:00+00:00" in output
+    assert "load of orders | stage   | 2 rows read, 2 staged" in output
+    assert "load of orders | record  | load " in output
     assert CONN_PASSWORD not in output
     assert not [secret for secret in CREDENTIALS.values() if secret in output]
     assert not list(Path.cwd().glob("spark-warehouse"))
