@@ -1,8 +1,9 @@
 """The delta-rs writer: commits a MergePlan with the `deltalake` package from the Spark driver.
 
-The staged batch travels from Spark as Arrow. Every plan becomes one commit; a MERGE that changes
-nothing (delta-rs then writes no commit) is followed by an empty append that carries the load's
-metadata and txn, so every recorded load has its commit.
+The staged batch travels from Spark as Arrow. Every plan becomes one commit, carrying the load's
+metadata as JSON in commitInfo's `userMetadata` (as the delta-spark writer does; `writer.logged_commit`
+reads it) and the load's txn. A MERGE that changes nothing (delta-rs then writes no commit) is followed
+by an empty append that carries them, so every recorded load has its commit.
 """
 
 from __future__ import annotations
@@ -13,24 +14,26 @@ from datetime import date, datetime
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render
 from ..plan.merge import Clause, MergePlan, Operation
 from .writer import (
-    METADATA_PREFIX,
+    USER_METADATA,
     CommitRequest,
     CommitResult,
     LoggedCommit,
+    commit_metadata,
+    logged_commit,
     merge_metrics,
-    our_metadata,
-    write_metrics,
+    write_commit_metrics,
 )
 
 log = logging.getLogger(__name__)
 
-LANDED_SEARCH_DEPTH = 50  # commits searched for a load's own commit right after making it
+APPLIED_SEARCH_DEPTH = 50  # commits searched for a load id whose txn version the table has recorded
+_HISTORY_READ_ATTEMPTS = 5
 
 
 class DataFusionDialect:
@@ -61,8 +64,30 @@ class DeltaRsSnapshot:
     schema: object  # pyspark StructType
 
     def row_count(self) -> int | None:
-        counts = self.table.get_add_actions(flatten=True).column("num_records").to_pylist()
-        return None if any(c is None for c in counts) else sum(counts)
+        return files_and_rows(self.table)[1]
+
+
+def files_and_rows(table: DeltaTable) -> tuple[int, int | None]:
+    """(files, rows) of the loaded version as its Delta log records them (add actions and their statistics).
+
+    Rows are None where a file has no statistics, or where the table may have deletion vectors, whose
+    deleted rows the statistics still count.
+    """
+    counts = table.get_add_actions(flatten=True).column("num_records").to_pylist()
+    vectors = "deletionVectors" in (table.protocol().reader_features or [])
+    rows = None if vectors or any(c is None for c in counts) else sum(counts)
+    return len(counts), rows
+
+
+def counted_in_log(location: str, version: int) -> tuple[int | None, int | None]:
+    """(files, rows) of a table's version as its Delta log records them, whichever writer made it;
+    (None, None) where this process cannot read the log (another file system, a Spark Connect server's
+    local disk)."""
+    try:
+        return files_and_rows(DeltaTable(location, version=version))
+    except (DeltaError, OSError) as exc:
+        log.info("the Delta log of %s is not readable here (%s)", location, exc)
+        return None, None
 
 
 def spark_to_arrow(df) -> pa.Table:
@@ -108,7 +133,7 @@ class DeltaRsWriter:
         if snapshot is not None and _already_applied(snapshot.table, request):
             return CommitResult(snapshot.version, {}, already_applied=True)
         properties = CommitProperties(
-            custom_metadata=request.custom_metadata(),
+            custom_metadata={USER_METADATA: request.user_metadata()},
             app_transactions=[Transaction(request.app_id, request.txn_version)],
         )
         try:
@@ -139,7 +164,8 @@ class DeltaRsWriter:
         metrics = merge_metrics(merger.execute())
         if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
             self._empty_commit(snapshot.table, properties)
-        return CommitResult(int(_landed_commit(snapshot.table.table_uri, load_id)["version"]), metrics)
+        landed = _landed_commit(snapshot.table, snapshot.version, load_id)
+        return CommitResult(int(landed["version"]), metrics)
 
     def _write(self, path: str, snapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
         data = spark_to_arrow(source)
@@ -155,15 +181,9 @@ class DeltaRsWriter:
             else None,
             commit_properties=properties,
         )
-        logged = _landed_commit(path, load_id)
-        written = logged.get("operationMetrics", {})
-        metrics = write_metrics(
-            data.num_rows,
-            int(written.get("num_added_files", 0)),
-            int(written.get("num_removed_files", 0)),
-            rows_deleted,
-        )
-        return CommitResult(int(logged["version"]), metrics)
+        table = snapshot.table if snapshot is not None else DeltaTable(path)
+        landed = _landed_commit(table, snapshot.version if snapshot is not None else -1, load_id)
+        return CommitResult(int(landed["version"]), write_commit_metrics(landed, rows_deleted=rows_deleted))
 
     @staticmethod
     def _empty_commit(table: DeltaTable, properties) -> None:
@@ -172,10 +192,10 @@ class DeltaRsWriter:
 
     def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
         try:
-            entries = DeltaTable(path).history(limit)
+            table = DeltaTable(path)
         except TableNotFoundError:
             return []
-        return [_logged_commit(e) for e in entries]
+        return [logged_commit(e) for e in _history(table, limit)]
 
 
 def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:
@@ -198,22 +218,45 @@ def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan)
     return bool(new)
 
 
-def _find_commit(path: str, load_id: str) -> dict | None:
-    for entry in DeltaTable(path).history(LANDED_SEARCH_DEPTH):
-        if entry.get(METADATA_PREFIX + "load_id") == load_id:
-            return entry
-    return None
+def _history(table: DeltaTable, limit: int | None = None, after: int = -1) -> list[dict]:
+    """The table's commits newer than version `after`, newest first, at most `limit` of them.
+
+    delta-rs reads the commits from the log as it is now but numbers them from the version the table
+    object holds, so the table is brought up to date before the read and checked after it: a commit
+    landing in between would shift every number.
+    """
+    for _ in range(_HISTORY_READ_ATTEMPTS):
+        table.update_incremental()
+        latest = table.version()
+        count = latest - after if limit is None else min(limit, latest - after)
+        entries = table.history(count) if count > 0 else []
+        table.update_incremental()
+        if table.version() == latest:
+            return entries
+    raise ConflictError(
+        f"table {table.table_uri} changed during each of {_HISTORY_READ_ATTEMPTS} reads of its history "
+        "while other writers committed to it; retry the load."
+    )
 
 
-def _landed_commit(path: str, load_id: str) -> dict:
-    """The history entry of this load's commit. Two writers creating a table at the same moment can both
-    believe they wrote its first version while only one did, so a commit counts only once it is seen."""
-    entry = _find_commit(path, load_id)
+def _find_commit(table: DeltaTable, load_id: str, limit: int | None = None, after: int = -1) -> dict | None:
+    return next(
+        (e for e in _history(table, limit, after) if commit_metadata(e).get("load_id") == load_id), None
+    )
+
+
+def _landed_commit(table: DeltaTable, read_version: int, load_id: str) -> dict:
+    """The history entry of this load's commit, among the commits after the version the load read.
+
+    Two writers creating a table at the same moment can both believe they wrote its first version while
+    only one did, so a commit counts only once it is seen. `table` is brought up to date.
+    """
+    entry = _find_commit(table, load_id, after=read_version)
     if entry is not None:
         return entry
     raise ConflictError(
-        f"the commit of load {load_id} is not in the history of {path}: a concurrent writer replaced it. "
-        "Nothing of this load is visible; retry the load."
+        f"the commit of load {load_id} is not in the history of {table.table_uri}: a concurrent writer "
+        "replaced it. Nothing of this load is visible; retry the load."
     )
 
 
@@ -222,17 +265,6 @@ def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
     if snapshot is None:
         return 0
     return snapshot.row_count() if plan.replace_where is None else None
-
-
-def _logged_commit(entry: dict) -> LoggedCommit:
-    raw = entry.get("operationMetrics") or {}
-    if entry.get("operation") == "MERGE":
-        metrics = merge_metrics(raw)
-    else:
-        counts = (int(raw.get(k, 0)) for k in ("num_added_rows", "num_added_files", "num_removed_files"))
-        appended = (entry.get("operationParameters") or {}).get("mode") == "Append"
-        metrics = write_metrics(*counts, rows_deleted=0 if appended else None)
-    return LoggedCommit(int(entry["version"]), str(entry.get("operation")), our_metadata(entry), metrics)
 
 
 def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
@@ -257,7 +289,8 @@ def _already_applied(table: DeltaTable, request: CommitRequest) -> bool:
     applied = table.transaction_version(request.app_id)
     if applied is None or applied < request.txn_version:
         return False
-    return _find_commit(table.table_uri, request.load_id) is not None
+    latest = DeltaTable(table.table_uri)  # the snapshot's own table stays pinned for the commit
+    return _find_commit(latest, request.load_id, limit=APPLIED_SEARCH_DEPTH) is not None
 
 
 def _plain_parquet_readable(table: DeltaTable) -> bool:

@@ -3,11 +3,20 @@
 The translation of a plan into Delta's builder calls is in `spark_sql`; this module runs it.
 
 Needs Delta's JVM classes in the session (see `delta_config`). Every plan becomes one commit carrying
-the load's metadata as JSON in `userMetadata` and the load's txn (txnAppId / txnVersion), which Delta
-enforces itself: a commit whose txn version is already recorded is skipped, and the writer reports the
-load as already applied. Writes take these as DataFrameWriter options; MERGE has no per-command options,
-so it gets them as session confs, set and restored under a lock. A table is a path, or a metastore
-name (``db.table``) where a catalog is configured.
+the load's metadata as JSON in `userMetadata` (the format the delta-rs writer writes too, read by
+`writer.logged_commit`) and the load's txn (txnAppId / txnVersion), which Delta enforces itself: a
+commit whose txn version is already recorded is skipped, and the writer reports the load as already
+applied. Writes take these as DataFrameWriter options; MERGE has no per-command options, so it gets
+them as session confs. A table is a path, or a metastore name (``db.table``) where a catalog is
+configured.
+
+Every commit runs with spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS, set as a session conf
+for its duration and restored after (confs are set and restored under a lock, one commit at a time per
+process). Spark's default, INT96, is read as nanoseconds by pyarrow and delta-rs, so a table holding a
+timestamp past 2262 (scd2's 9999-12-31 marker) would be unreadable to them and to the delta-rs writer.
+On Spark Connect the conf is a session conf on the server, which we do not own: where the server does
+not let sessions set it, set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS in the server's own
+conf; a session that already has that value is left alone.
 """
 
 from __future__ import annotations
@@ -23,21 +32,22 @@ from typing import Any
 from ..errors import ConflictError
 from ..plan.merge import MergePlan, Operation
 from ..spec.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
-from .spark_sql import (
-    SPARK_SQL,
+from .delta_rs import counted_in_log
+from .spark_sql import SPARK_SQL, commit_session_conf, merge_builder, write_mode, write_options
+from .writer import (
+    CommitRequest,
+    CommitResult,
+    LoggedCommit,
+    commit_metadata,
     logged_commit,
-    merge_builder,
-    merge_session_conf,
-    parse_user_metadata,
+    merge_metrics,
     write_commit_metrics,
-    write_mode,
-    write_options,
 )
-from .writer import CommitRequest, CommitResult, LoggedCommit, merge_metrics, our_metadata
 
 log = logging.getLogger(__name__)
 
 DELTA_TABLE_CLASS = "io.delta.tables.DeltaTable"
+HISTORY_COLUMNS = ("version", "operation", "operationParameters", "operationMetrics", "userMetadata")
 
 _METASTORE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*){0,2}")
 _session_conf_lock = threading.Lock()
@@ -118,19 +128,24 @@ def _probe_delta_classes(spark) -> tuple[bool, str]:
 
 @contextmanager
 def session_conf(spark, conf: dict[str, str]):
-    """Set session confs for the duration of the block, then restore them; one block at a time per process."""
+    """Set session confs for the duration of the block, then restore them; one block at a time per process.
+
+    A conf the session already has at that value is left alone: a Spark Connect server may set a conf
+    itself and refuse to let sessions set it.
+    """
     with _session_conf_lock:
         previous = {key: spark.conf.get(key, None) for key in conf}
+        changed = {key: value for key, value in conf.items() if previous[key] != value}
         try:
-            for key, value in conf.items():
+            for key, value in changed.items():
                 spark.conf.set(key, value)
             yield
         finally:
-            for key, value in previous.items():
-                if value is None:
+            for key in changed:
+                if previous[key] is None:
                     spark.conf.unset(key)
                 else:
-                    spark.conf.set(key, value)
+                    spark.conf.set(key, previous[key])
 
 
 # ---- the writer ----
@@ -175,15 +190,15 @@ class DeltaSparkWriter:
         read_version = snapshot.version if snapshot is not None else -1
         if snapshot is not None and plan.operation is not Operation.WRITE:
             _require_unchanged(DeltaTable, spark, ref, read_version)
-        files_before, rows_before = _overwritten_counts(DeltaTable, spark, snapshot, plan)
+        merging = plan.operation is Operation.MERGE
+        files_removed, rows_deleted = (None, None) if merging else _overwritten_counts(spark, snapshot, plan)
         conflicts = _delta_conflicts()  # importing them before the commit lets pyspark raise them
         try:
-            if plan.operation is Operation.MERGE:
-                builder = merge_builder(load_table(DeltaTable, spark, ref), source, plan)
-                with session_conf(spark, merge_session_conf(request)):
-                    builder.execute()
-            else:
-                _write(spark, ref, plan, source, request)
+            with session_conf(spark, commit_session_conf(plan, request)):
+                if merging:
+                    merge_builder(load_table(DeltaTable, spark, ref), source, plan).execute()
+                else:
+                    _write(spark, ref, plan, source, request)
         except conflicts as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
@@ -193,10 +208,10 @@ class DeltaSparkWriter:
         if entry is None:  # Delta skipped the commit: this txn version was already recorded
             log.info("load %s was already committed to %s; Delta skipped it", request.load_id, path)
             return CommitResult(read_version, {}, already_applied=True)
-        if plan.operation is Operation.MERGE:
+        if merging:
             metrics = merge_metrics(entry["operationMetrics"])
         else:
-            metrics = write_commit_metrics(entry, files_before, rows_before)
+            metrics = write_commit_metrics(entry, files_removed, rows_deleted)
         return CommitResult(int(entry["version"]), metrics)
 
     def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
@@ -218,16 +233,27 @@ def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest
         writer.save(ref.location)
 
 
-def _overwritten_counts(delta_table_cls, spark, snapshot, plan: MergePlan) -> tuple[int | None, int | None]:
-    """(files, rows) a full overwrite removes, counted on the snapshot (Delta's WRITE metrics lack them)."""
-    if plan.operation is Operation.WRITE:
+def _overwritten_counts(spark, snapshot, plan: MergePlan) -> tuple[int | None, int | None]:
+    """(files, rows) a write removes, where Delta's WRITE metrics lack them: a full overwrite.
+
+    Counted only for a full overwrite of an existing table, from the snapshot's Delta log (the add
+    actions and their statistics), and with Spark (DESCRIBE DETAIL, a count) only where the log does not
+    tell: a metastore table, a location the driver cannot read, files without statistics.
+    """
+    if plan.operation is Operation.WRITE or snapshot is None:
         return 0, 0
     if plan.replace_where is not None:
         return None, None  # Delta reports the files a replaceWhere removes; the rows are unknown to delta-rs
-    if snapshot is None:
-        return 0, 0
-    files = load_table(delta_table_cls, spark, snapshot.ref).detail().select("numFiles").first()[0]
-    return int(files), snapshot.frame.count()
+    files = rows = None
+    if not snapshot.ref.by_name:
+        files, rows = counted_in_log(snapshot.ref.location, snapshot.version)
+    if files is None:
+        from delta.tables import DeltaTable
+
+        files = int(load_table(DeltaTable, spark, snapshot.ref).detail().select("numFiles").first()[0])
+    if rows is None:
+        rows = snapshot.frame.count()
+    return files, rows
 
 
 def _require_unchanged(delta_table_cls, spark, ref: TableRef, read_version: int) -> None:
@@ -245,20 +271,26 @@ def _latest_version(table) -> int:
 
 
 def _history(table, limit: int | None) -> list[dict[str, Any]]:
+    """Delta's history rows, newest first, as dicts of the columns `writer.logged_commit` reads."""
     frame = table.history(limit) if limit is not None else table.history()
-    columns = ("version", "operation", "operationParameters", "operationMetrics", "userMetadata")
-    return [{c: row[c] for c in columns} for row in frame.select(*columns).collect()]
+    return [{c: row[c] for c in HISTORY_COLUMNS} for row in frame.select(*HISTORY_COLUMNS).collect()]
 
 
 def _find_commit(table, read_version: int, load_id: str) -> dict[str, Any] | None:
-    """The commit after read_version that carries this load id, or None when Delta skipped the load."""
-    newer = _latest_version(table) - read_version
+    """The commit after read_version that carries this load id, or None when Delta skipped the load.
+
+    Only commits after read_version are read, and usually just one: the newest, this load's own.
+    """
+    newest = _history(table, 1)[0]
+    newer = int(newest["version"]) - read_version
     if newer <= 0:
         return None
-    for entry in _history(table, newer):
-        if our_metadata(parse_user_metadata(entry["userMetadata"])).get("load_id") == load_id:
-            return entry
-    return None
+    entries = [newest] if newer == 1 or _carries(newest, load_id) else _history(table, newer)
+    return next((e for e in entries if _carries(e, load_id)), None)
+
+
+def _carries(entry: dict[str, Any], load_id: str) -> bool:
+    return commit_metadata(entry).get("load_id") == load_id
 
 
 def _delta_conflicts() -> tuple[type[BaseException], ...]:

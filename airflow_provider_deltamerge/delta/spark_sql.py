@@ -1,24 +1,26 @@
 """The delta-spark writer's translation (pure: no Spark needed, any DeltaTable look-alike will do).
 
-A MergePlan becomes Delta's DeltaMergeBuilder calls, write options and session confs; what Delta
-reports back (history rows, operationMetrics, userMetadata) becomes what the state layer reads.
+A MergePlan becomes Delta's DeltaMergeBuilder calls, write options and session confs. What Delta
+reports back (history rows) is read by `writer.logged_commit`, the reader both writers share.
 Expressions render as Spark SQL.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import date, datetime
-from typing import Any
 
 from ..plan.expressions import SOURCE, TARGET, Expr, Lit, render
 from ..plan.merge import Clause, MergePlan, Operation
-from .writer import CommitRequest, LoggedCommit, merge_metrics, our_metadata, write_metrics
+from .writer import USER_METADATA, CommitRequest
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+# Spark writes timestamps as INT96 by default, which pyarrow and delta-rs read as nanoseconds: a table
+# holding a timestamp past 2262 (scd2's 9999-12-31 marker) could no longer be read by them.
+PARQUET_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+TIMESTAMP_MICROS = "TIMESTAMP_MICROS"
 
 
 class SparkSqlDialect:
@@ -120,7 +122,7 @@ def write_mode(plan: MergePlan) -> str:
 
 def write_options(plan: MergePlan, request: CommitRequest) -> dict[str, str]:
     """DataFrameWriter options of a WRITE / OVERWRITE: schema merge, commit metadata, txn, replaceWhere."""
-    options = {"mergeSchema": "true", "userMetadata": user_metadata(request), **txn_options(request)}
+    options = {"mergeSchema": "true", USER_METADATA: request.user_metadata(), **txn_options(request)}
     if plan.replace_where is not None:
         options["replaceWhere"] = render_spark(plan.replace_where)
     return options
@@ -130,62 +132,12 @@ def txn_options(request: CommitRequest) -> dict[str, str]:
     return {"txnAppId": request.app_id, "txnVersion": str(request.txn_version)}
 
 
-def merge_session_conf(request: CommitRequest) -> dict[str, str]:
-    """Session confs that give a MERGE the load's commit metadata and txn (MERGE takes no options)."""
-    return {
-        USER_METADATA_CONF: user_metadata(request),
-        TXN_APP_ID_CONF: request.app_id,
-        TXN_VERSION_CONF: str(request.txn_version),
-    }
-
-
-def user_metadata(request: CommitRequest) -> str:
-    """The commit metadata as one JSON object, the same keys the delta-rs writer puts in commitInfo."""
-    return json.dumps(request.custom_metadata(), sort_keys=True, default=str)
-
-
-# ---- what Delta reports back (pure) ----
-
-
-def parse_user_metadata(text: str | None) -> dict[str, Any]:
-    """userMetadata as a dict; empty when absent or not a JSON object (another writer's free text)."""
-    if not text:
-        return {}
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def write_commit_metrics(
-    entry: dict[str, Any], files_removed: int | None = None, rows_deleted: int | None = None
-) -> dict[str, int]:
-    """A WRITE commit's metrics under MERGE names, like the delta-rs writer's.
-
-    Delta records files removed only for replaceWhere writes; `files_removed` fills it in for a full
-    overwrite (counted before the write). A count nobody knows is left out, never invented.
-    """
-    raw = entry.get("operationMetrics") or {}
-    mode = (entry.get("operationParameters") or {}).get("mode")
-    appended = mode == "Append" or str(entry.get("operation")).startswith("CREATE TABLE")
-    if "numRemovedFiles" in raw:
-        files_removed = int(raw["numRemovedFiles"])
-    elif appended:
-        files_removed = 0
-    rows, files = int(raw.get("numOutputRows", 0)), int(raw.get("numFiles", 0))
-    metrics = write_metrics(rows, files, files_removed or 0, rows_deleted)
-    if files_removed is None:
-        del metrics["numTargetFilesRemoved"]
-    return metrics
-
-
-def logged_commit(entry: dict[str, Any]) -> LoggedCommit:
-    """One row of DeltaTable.history() (as a dict) as the state layer reads it."""
-    operation = str(entry.get("operation"))
-    if operation == "MERGE":
-        metrics = merge_metrics(entry.get("operationMetrics") or {})
-    else:
-        metrics = write_commit_metrics(entry)
-    metadata = our_metadata(parse_user_metadata(entry.get("userMetadata")))
-    return LoggedCommit(int(entry["version"]), operation, metadata, metrics)
+def commit_session_conf(plan: MergePlan, request: CommitRequest) -> dict[str, str]:
+    """Session confs for the duration of one commit: timestamps as INT64 microseconds always; for a MERGE
+    also the load's commit metadata and txn, which a MERGE takes only from the session (no options)."""
+    conf = {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
+    if plan.operation is Operation.MERGE:
+        conf[USER_METADATA_CONF] = request.user_metadata()
+        conf[TXN_APP_ID_CONF] = request.app_id
+        conf[TXN_VERSION_CONF] = str(request.txn_version)
+    return conf

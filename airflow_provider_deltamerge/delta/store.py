@@ -23,7 +23,9 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from ..errors import ConflictError
 from ..spec.naming import LOAD_ID, table_path
+from .delta_rs import DeltaRsWriter
 from .locking import creation_lock
+from .writer import LoggedCommit
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,12 @@ def read_load(dataset: str, load_id: str) -> dict | None:
 
 def latest_state(dataset: str, pipeline_name: str, table_name: str) -> dict | None:
     return StoreSnapshot.read(dataset).latest_state(pipeline_name, table_name)
+
+
+def read_commits(table_path: str, limit: int | None = None) -> list[LoggedCommit]:
+    """A table's newest commits (all when `limit` is None), newest first, each with the load id and
+    metadata its load gave it, whichever writer made it: read with delta-rs, which shows both forms."""
+    return DeltaRsWriter().history(table_path, limit)
 
 
 # -- writing: the state row, then the `_dlt_loads` row that completes the load ----------------------------

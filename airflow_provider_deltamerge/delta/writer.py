@@ -1,13 +1,16 @@
-"""What every Delta writer provides, and the pieces they share: commit metadata and metric names."""
+"""What every Delta writer provides, and the pieces they share: the commit metadata format (one writer,
+one reader of it) and the metric names of a commit, read from the history either writer leaves."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..plan.merge import MergePlan
 
 METADATA_PREFIX = "deltamerge."
+USER_METADATA = "userMetadata"  # commitInfo's own free-text field, which Delta Lake writes and reads
 
 # Delta's own MERGE metric names (values), and delta-rs's names for them (keys); the metrics dict of
 # every load uses Delta's names, and only these: both writers report the same names for the same load.
@@ -27,6 +30,13 @@ MERGE_METRICS_FROM_DELTA_RS = {
 
 MERGE_METRIC_NAMES = tuple(MERGE_METRICS_FROM_DELTA_RS.values())
 
+# A WRITE's operationMetrics as Delta names them (values) and as delta-rs does (keys).
+WRITE_METRICS_FROM_DELTA_RS = {
+    "num_added_rows": "numOutputRows",
+    "num_added_files": "numFiles",
+    "num_removed_files": "numRemovedFiles",
+}
+
 
 def merge_metrics(raw: dict[str, Any]) -> dict[str, int]:
     """A MERGE's metrics, as delta-rs or Delta reports them, under Delta's names as ints."""
@@ -43,8 +53,11 @@ class CommitRequest:
     txn_version: int
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
 
-    def custom_metadata(self) -> dict[str, Any]:
-        return {METADATA_PREFIX + k: v for k, v in self.metadata.items()}
+    def user_metadata(self) -> str:
+        """The commit's metadata as both writers record it: one JSON object of prefixed keys, the text of
+        commitInfo's `userMetadata`, which Delta Lake's and delta-rs's history both return."""
+        prefixed = {METADATA_PREFIX + k: v for k, v in self.metadata.items()}
+        return json.dumps(prefixed, sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,11 @@ class LoggedCommit:
     operation: str
     metadata: dict[str, Any]  # our keys, prefix removed
     metrics: dict[str, int]  # Delta metric names
+
+    @property
+    def load_id(self) -> str | None:
+        """The load this commit belongs to; None for a commit no load of ours made."""
+        return self.metadata.get("load_id")
 
 
 class TableSnapshot(Protocol):
@@ -87,10 +105,74 @@ class DeltaWriter(Protocol):
         """Newest first."""
 
 
-def our_metadata(commit_info: dict[str, Any]) -> dict[str, Any]:
-    """The deltamerge keys of a commitInfo, prefix removed."""
+# ---- reading a history entry, whichever writer made the commit ----
+
+
+def commit_metadata(entry: dict[str, Any]) -> dict[str, Any]:
+    """Our metadata of one history entry (a commitInfo as delta-rs or Delta's history returns it),
+    prefix removed; empty for a commit no load of ours made.
+
+    Read from the JSON in `userMetadata`, where both writers put it. Commits of earlier releases of the
+    delta-rs writer carry the keys at the top level of commitInfo instead; they are read too, where the
+    reader shows them (delta-rs's history does, Delta's own history() shows only userMetadata).
+    """
+    recorded = _prefix_removed(_parsed_user_metadata(entry.get(USER_METADATA)))
+    return recorded or _prefix_removed(entry)
+
+
+def _parsed_user_metadata(text: Any) -> dict[str, Any]:
+    """userMetadata as a dict; empty when absent or not a JSON object (another writer's free text)."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _prefix_removed(keys: dict[str, Any]) -> dict[str, Any]:
     n = len(METADATA_PREFIX)
-    return {k[n:]: v for k, v in commit_info.items() if k.startswith(METADATA_PREFIX)}
+    return {k[n:]: v for k, v in keys.items() if k.startswith(METADATA_PREFIX)}
+
+
+def logged_commit(entry: dict[str, Any]) -> LoggedCommit:
+    """One history entry, from delta-rs's `DeltaTable.history()` or a row of Delta's, as the state layer
+    reads it: the same metadata and metric names whichever writer made the commit."""
+    operation = str(entry.get("operation"))
+    if operation == "MERGE":
+        metrics = merge_metrics(entry.get("operationMetrics") or {})
+    else:
+        metrics = write_commit_metrics(entry)
+    return LoggedCommit(int(entry["version"]), operation, commit_metadata(entry), metrics)
+
+
+def write_commit_metrics(
+    entry: dict[str, Any], files_removed: int | None = None, rows_deleted: int | None = None
+) -> dict[str, int]:
+    """A WRITE commit's metrics under MERGE names, from its operationMetrics in either writer's names.
+
+    An append removes nothing. Delta records the files an overwrite removes only for replaceWhere
+    writes, and neither writer records the rows; `files_removed` and `rows_deleted` fill them in where
+    they were counted before the write. A count nobody knows is left out, never invented.
+    """
+    raw = {WRITE_METRICS_FROM_DELTA_RS.get(k, k): v for k, v in (entry.get("operationMetrics") or {}).items()}
+    appended = _appends(entry)
+    if "numRemovedFiles" in raw:
+        files_removed = int(raw["numRemovedFiles"])
+    elif appended:
+        files_removed = 0
+    rows, files = int(raw.get("numOutputRows", 0)), int(raw.get("numFiles", 0))
+    metrics = write_metrics(rows, files, files_removed or 0, 0 if appended else rows_deleted)
+    if files_removed is None:
+        del metrics["numTargetFilesRemoved"]
+    return metrics
+
+
+def _appends(entry: dict[str, Any]) -> bool:
+    """Whether a write commit only added data: an append, or the first write of a table."""
+    mode = (entry.get("operationParameters") or {}).get("mode")
+    return mode in ("Append", "ErrorIfExists") or str(entry.get("operation")).startswith("CREATE TABLE")
 
 
 def write_metrics(

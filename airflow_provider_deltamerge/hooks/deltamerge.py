@@ -42,6 +42,8 @@ LOG_TAIL_MARKER = "Last spark-submit output:"
 JOB_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # INT96, Spark's default, reads back as nanoseconds in pyarrow and delta-rs: years past 2262 overflow
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.ui.showConsoleProgress": "false",
     "spark.log.level": "WARN",
 }

@@ -19,6 +19,8 @@ LOCAL_SESSION_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # INT96, Spark's default, reads back as nanoseconds in pyarrow and delta-rs: years past 2262 overflow
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 

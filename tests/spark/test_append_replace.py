@@ -23,7 +23,7 @@ def loads(dataset):
     return sorted(rows, key=lambda r: float(r["load_id"]))
 
 
-def test_append_inserts_rows_as_given_and_ignores_delete_and_dedup_hints(spark, dataset, caplog):
+def test_append_inserts_rows_as_given_and_ignores_delete_and_dedup_hints(spark, dataset, caplog, each_writer):
     hints = {"deleted": {"hard_delete": True}, "seq": {"dedup_sort": "desc"}}
     caplog.set_level(logging.WARNING)
     first = load(
@@ -81,7 +81,7 @@ def test_append_inserts_rows_as_given_and_ignores_delete_and_dedup_hints(spark, 
         "events",
         1,
         second.load_id,
-        "delta-rs",
+        each_writer,
     )
     assert [r["load_id"] for r in loads(dataset)] == [first.load_id, second.load_id]
 

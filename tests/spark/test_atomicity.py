@@ -73,7 +73,9 @@ def test_a_failed_first_load_leaves_no_table(spark, dataset, monkeypatch):
 
 
 @pytest.mark.parametrize("step", AFTER_COMMIT)
-def test_a_load_stopped_after_its_commit_is_recorded_by_the_next_load(spark, dataset, monkeypatch, step):
+def test_a_load_stopped_after_its_commit_is_recorded_by_the_next_load(
+    spark, dataset, monkeypatch, step, each_writer
+):
     path = f"{dataset}/accounts"
     first = load(spark, dataset, SEED, **HINTS)
     monkeypatch.setenv("DELTAMERGE_FAIL_AT", step)
@@ -112,7 +114,7 @@ def test_a_load_stopped_after_its_commit_is_recorded_by_the_next_load(spark, dat
     assert metrics["load_id"] == interrupted
     assert metrics["table_version"] == 1
     assert (metrics["numTargetRowsInserted"], metrics["numTargetRowsDeleted"]) == (2, 2)
-    assert (metrics["rows_extracted"], metrics["rows_staged"], metrics["writer"]) == (3, 3, "delta-rs")
+    assert (metrics["rows_extracted"], metrics["rows_staged"], metrics["writer"]) == (3, 3, each_writer)
     assert float(following.load_id or "inf") > float(interrupted)
 
 

@@ -82,8 +82,11 @@ def snapshot(dataset: str) -> dict:
     table = DeltaTable(f"{dataset}/{TABLE}")
     loads = store.read_loads(dataset)
     position = {r["load_id"]: i for i, r in enumerate(loads)}
-    commits = [h.get("deltamerge.load_id") for h in sorted(table.history(), key=lambda h: h["version"])]
-    assert commits == [r["load_id"] for r in loads], "a commit was applied twice or left unrecorded"
+    commits = sorted(store.read_commits(f"{dataset}/{TABLE}"), key=lambda c: c.version)
+    assert [c.load_id for c in commits] == [r["load_id"] for r in loads], (
+        "a commit was applied twice or left unrecorded"
+    )
+    assert [c.version for c in commits] == [r["table_version"] for r in loads]
     state_rows = DeltaTable(f"{dataset}/{store.STATE_TABLE}").to_pyarrow_table().to_pylist()
     assert {r["_dlt_load_id"] for r in state_rows} <= set(position), "a state row of an unrecorded load"
     return {
@@ -227,7 +230,7 @@ def test_a_killed_process_after_its_commit_is_finished_by_the_retry(spark, tmp_p
     assert child.returncode == 137, child.stdout[-2000:] + child.stderr[-4000:]
     assert DeltaTable(f"{killed}/{TABLE}").version() == 1  # the commit landed ...
     assert len(store.read_loads(killed)) == 1  # ... and the process died before recording it
-    committed_load_id = DeltaTable(f"{killed}/{TABLE}").history(1)[0]["deltamerge.load_id"]
+    committed_load_id = store.read_commits(f"{killed}/{TABLE}", 1)[0].load_id
 
     retry = run_load(source, spark=spark, **backfill_week(killed, WEEK_TWO, try_number=2))
 

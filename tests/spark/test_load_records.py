@@ -58,8 +58,8 @@ def test_each_load_has_a_new_increasing_id_one_commit_and_one_loads_row(spark, d
         infos.append(info)
         assert LOAD_ID.match(info.load_id), info.load_id
         assert table_version(path) == version == info.table_version  # exactly one commit per load
-        commit = DeltaTable(path).history(1)[0]
-        assert commit["deltamerge.load_id"] == info.load_id
+        (commit,) = store.read_commits(path, 1)
+        assert (commit.load_id, commit.version) == (info.load_id, info.table_version)
         assert {r["_dlt_load_id"] for r in raw_rows(path) if r["id"] in {b["id"] for b in batch}} == {
             info.load_id
         }

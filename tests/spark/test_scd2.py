@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.delta.store import read_loads
+from airflow_provider_deltamerge.delta.store import read_commits, read_loads
 from tests.helpers import table_version
 
 pytestmark = pytest.mark.spark
@@ -174,9 +174,9 @@ def test_each_load_is_one_commit_carrying_its_load_id_even_when_nothing_changes(
     infos = [load(spark, dataset, rows, L1), load(spark, dataset, rows, L2, merge_key="id")]
     infos.append(load(spark, dataset, [{"id": 1, "v": "a1"}], L3, merge_key="id"))
     assert [i.table_version for i in infos] == [0, 1, 2]
-    history = DeltaTable(infos[0].table_path).history()
-    assert [h["deltamerge.load_id"] for h in history] == [L3, L2, L1]
-    assert history[0]["operation"] == "MERGE"
+    commits = read_commits(infos[0].table_path)
+    assert [c.load_id for c in commits] == [L3, L2, L1]
+    assert commits[0].operation == "MERGE"
     assert inserted_updated(infos[1]) == (0, 0) and inserted_updated(infos[2]) == (1, 1)
     loads = read_loads(dataset)
     assert [(r["load_id"], r["table_version"]) for r in loads] == [(L1, 0), (L2, 1), (L3, 2)]
@@ -195,3 +195,31 @@ def test_an_empty_incremental_window_records_a_table_that_scd2_can_load_next(spa
         (1, 5, D2, None),
         (2, 6, D2, None),
     ]
+
+
+def test_year_9999_timestamps_are_written_as_int64_and_read_back_with_deltalake(spark, dataset):
+    """INT96 (Spark's default) reads back as nanoseconds in pyarrow and delta-rs, where 9999 overflows."""
+    import pyarrow.parquet as pq
+
+    far = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    disposition = {**SCD2, "active_record_timestamp": "9999-12-31", "boundary_timestamp": D1.isoformat()}
+    load(
+        spark,
+        dataset,
+        [{"id": 1, "expires": far}, {"id": 2, "expires": D2}],
+        L1,
+        write_disposition=disposition,
+    )
+    disposition["boundary_timestamp"] = D2.isoformat()
+    info = load(spark, dataset, [{"id": 1, "expires": D3}], L2, write_disposition=disposition)
+
+    high = datetime(9999, 12, 31, tzinfo=UTC)
+    assert rows_of(info.table_path, ("id", "expires", "_dlt_valid_from", "_dlt_valid_to")) == sorted(
+        [(1, far, D1, D2), (2, D2, D1, D2), (1, D3, D2, high)], key=repr
+    )
+    for file in DeltaTable(info.table_path).file_uris():
+        schema = pq.ParquetFile(file.removeprefix("file://")).schema
+        columns = [schema.column(i) for i in range(len(schema))]
+        stamped = [c for c in columns if c.logical_type.type == "TIMESTAMP"]  # INT96 has no logical type
+        assert {c.name for c in stamped} >= {"expires", "_dlt_valid_from", "_dlt_valid_to"}
+        assert {c.physical_type for c in stamped} == {"INT64"}

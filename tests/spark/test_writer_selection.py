@@ -18,13 +18,15 @@ from airflow_provider_deltamerge.delta.delta_rs import DeltaRsWriter
 from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter, delta_spark_status, session_conf
 from airflow_provider_deltamerge.delta.selection import select_writer
 from airflow_provider_deltamerge.delta.spark_sql import (
+    PARQUET_TIMESTAMP_CONF,
+    TIMESTAMP_MICROS,
     TXN_APP_ID_CONF,
     TXN_VERSION_CONF,
     USER_METADATA_CONF,
     merge_builder,
     render_spark,
 )
-from airflow_provider_deltamerge.delta.store import read_loads
+from airflow_provider_deltamerge.delta.store import read_commits, read_loads
 from airflow_provider_deltamerge.delta.writer import CommitRequest
 from airflow_provider_deltamerge.errors import ConfigError, ConflictError
 from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
@@ -236,6 +238,18 @@ def test_merge_session_confs_are_restored_after_the_block_even_when_it_fails(spa
         spark.conf.unset(USER_METADATA_CONF)
 
 
+FAR = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+def test_the_local_session_writes_timestamps_that_pyarrow_reads_back_past_2262(spark, tmp_path):
+    """INT96, Spark's default, reads back as nanoseconds in pyarrow and delta-rs: year 9999 overflows."""
+    import pyarrow.parquet as pq
+
+    assert spark.conf.get(PARQUET_TIMESTAMP_CONF) == TIMESTAMP_MICROS
+    spark.createDataFrame([(1, FAR)], "id long, at timestamp").write.parquet(str(tmp_path / "far"))
+    assert pq.read_table(str(tmp_path / "far")).to_pylist() == [{"id": 1, "at": FAR}]
+
+
 # -- the delta-spark writer itself (needs the jars) -------------------------------------------------
 
 
@@ -319,3 +333,30 @@ def test_delta_spark_replace_reports_the_rows_and_files_it_removed(spark, datase
     result = writer.commit(spark, path, snapshot, replace, rows_of(spark, (9, "z")), commit_request(SECOND))
     assert (result.metrics["numTargetRowsDeleted"], result.metrics["numTargetFilesRemoved"]) == (3, 1)
     assert read_rows(path) == [{"id": 9, "value": "z"}]
+
+
+def test_delta_spark_writes_microsecond_timestamps_whatever_the_session_says(spark, dataset, writer):
+    path = f"{dataset}/items"
+    schema = "id long, value string, at timestamp"
+    spark.conf.set(PARQUET_TIMESTAMP_CONF, "INT96")
+    try:
+        rows = spark.createDataFrame([(1, "a", FAR)], schema)
+        writer.commit(spark, path, None, MergePlan(Operation.WRITE), rows, commit_request(FIRST))
+        upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+        changed = spark.createDataFrame([(1, "b", FAR), (2, "c", DAY)], schema)
+        writer.commit(spark, path, writer.snapshot(spark, path), upsert, changed, commit_request(SECOND))
+        assert spark.conf.get(PARQUET_TIMESTAMP_CONF) == "INT96"  # the session's own setting, restored
+    finally:
+        spark.conf.set(PARQUET_TIMESTAMP_CONF, TIMESTAMP_MICROS)
+    assert read_rows(path) == [{"id": 1, "value": "b", "at": FAR}, {"id": 2, "value": "c", "at": DAY}]
+
+
+def test_delta_spark_commits_read_the_same_through_either_writers_history(spark, dataset, writer):
+    path = f"{dataset}/items"
+    write(writer, spark, path, rows_of(spark, (1, "a"), (2, "b")), FIRST)
+    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    snapshot = writer.snapshot(spark, path)
+    writer.commit(spark, path, snapshot, upsert, rows_of(spark, (2, "B")), commit_request(SECOND))
+    by_delta = writer.history(path)
+    assert [(c.version, c.load_id) for c in by_delta] == [(1, SECOND), (0, FIRST)]
+    assert read_commits(path) == DeltaRsWriter().history(path) == by_delta

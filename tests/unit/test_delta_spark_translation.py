@@ -1,37 +1,46 @@
-"""The delta-spark writer without Delta's jars: MergePlans as DeltaMergeBuilder calls, write options, metrics.
+"""The delta-spark writer without Delta's jars: MergePlans as DeltaMergeBuilder calls, write options, the
+commit metadata both writers share, metrics, and what one commit reads and sets.
 
 `Recording` stands in for delta.tables.DeltaTable / DeltaMergeBuilder: it accepts only methods the real
-classes have, with arguments their signatures accept, and records the calls.
+classes have, with arguments their signatures accept, and records the calls. `DeltaStandIn` goes one
+step further for the writer's commit path: the same checks over a history kept in memory, where a MERGE
+or a write commits as Delta does.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from datetime import datetime, timezone
 
 import pytest
 from delta.tables import DeltaMergeBuilder, DeltaTable
 
-from airflow_provider_deltamerge.delta.delta_spark import TableRef, load_table
+from airflow_provider_deltamerge.delta.delta_spark import (
+    DeltaSparkSnapshot,
+    DeltaSparkWriter,
+    TableRef,
+    load_table,
+)
 from airflow_provider_deltamerge.delta.spark_sql import (
+    PARQUET_TIMESTAMP_CONF,
+    TIMESTAMP_MICROS,
     TXN_APP_ID_CONF,
     TXN_VERSION_CONF,
     USER_METADATA_CONF,
-    logged_commit,
+    commit_session_conf,
     merge_builder,
-    merge_session_conf,
-    parse_user_metadata,
     render_spark,
-    user_metadata,
-    write_commit_metrics,
     write_mode,
     write_options,
 )
 from airflow_provider_deltamerge.delta.writer import (
     MERGE_METRICS_FROM_DELTA_RS,
     CommitRequest,
+    commit_metadata,
+    logged_commit,
     merge_metrics,
-    our_metadata,
+    write_commit_metrics,
     write_metrics,
 )
 from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
@@ -235,7 +244,7 @@ def test_append_and_replace_write_with_schema_merge_metadata_and_txn():
     append, replace = (write_plan(d) for d in ("append", "replace"))
     expected = {
         "mergeSchema": "true",
-        "userMetadata": user_metadata(REQUEST),
+        "userMetadata": REQUEST.user_metadata(),
         "txnAppId": "deltamerge:shop:items",
         "txnVersion": "1712687273734235",
     }
@@ -254,12 +263,25 @@ def test_append_rerun_overwrites_only_the_window_with_replace_where():
     )
 
 
-def test_merge_gets_metadata_and_txn_as_session_confs():
-    assert merge_session_conf(REQUEST) == {
-        USER_METADATA_CONF: user_metadata(REQUEST),
+def test_merge_gets_metadata_and_txn_as_session_confs_and_every_commit_microsecond_timestamps():
+    assert commit_session_conf(merge("upsert", TableHints(primary_key=("id",))), REQUEST) == {
+        USER_METADATA_CONF: REQUEST.user_metadata(),
         TXN_APP_ID_CONF: "deltamerge:shop:items",
         TXN_VERSION_CONF: "1712687273734235",
+        PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS,
     }
+    for disposition in ("append", "replace"):  # writes take metadata and txn as options
+        conf = commit_session_conf(write_plan(disposition), REQUEST)
+        assert conf == {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
+
+
+def test_every_session_we_build_writes_timestamps_as_int64_microseconds():
+    """INT96, Spark's default, reads back as nanoseconds in pyarrow and delta-rs: year 9999 overflows."""
+    from airflow_provider_deltamerge.hooks.deltamerge import JOB_CONF
+    from airflow_provider_deltamerge.spark.session import LOCAL_SESSION_CONF, local_session_conf
+
+    for conf in (LOCAL_SESSION_CONF, local_session_conf(), JOB_CONF):
+        assert conf[PARQUET_TIMESTAMP_CONF] == TIMESTAMP_MICROS
 
 
 def test_spark_sql_types_timestamps_with_and_without_time_zone_and_dates():
@@ -296,10 +318,37 @@ def test_a_table_is_a_metastore_name_or_a_path(target, by_name):
     assert calls == [("forName" if by_name else "forPath", "SPARK", target)]
 
 
-def test_commit_metadata_reads_back_as_the_delta_rs_writer_gives_it():
-    entry = {"version": 7, "operation": "MERGE", "userMetadata": user_metadata(REQUEST)}
-    assert logged_commit(entry).metadata == REQUEST.metadata == our_metadata(REQUEST.custom_metadata())
-    assert parse_user_metadata("nightly run by hand") == {} and parse_user_metadata(None) == {}
+PREFIXED = {f"deltamerge.{key}": value for key, value in REQUEST.metadata.items()}
+
+
+def test_both_writers_record_the_metadata_as_one_json_object_in_user_metadata():
+    text = REQUEST.user_metadata()
+    assert json.loads(text) == PREFIXED  # the delta-rs writer commits this very text, and so does Delta
+    assert write_options(write_plan("append"), REQUEST)["userMetadata"] == text
+    merging = commit_session_conf(merge("upsert", TableHints(primary_key=("id",))), REQUEST)
+    assert merging[USER_METADATA_CONF] == text
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"userMetadata": REQUEST.user_metadata()},  # both writers, now
+        PREFIXED,  # the delta-rs writer before: top-level commitInfo keys
+        {**PREFIXED, "userMetadata": "nightly run by hand"},  # and someone's own note beside them
+        {**{k: "stale" for k in PREFIXED}, "userMetadata": REQUEST.user_metadata()},  # userMetadata first
+    ],
+    ids=["user-metadata", "top-level", "top-level-beside-free-text", "both"],
+)
+def test_one_reader_takes_the_metadata_from_user_metadata_or_the_earlier_top_level_keys(entry):
+    entry = {"version": 7, "operation": "MERGE", "operationMetrics": {}, **entry}
+    assert commit_metadata(entry) == REQUEST.metadata
+    assert logged_commit(entry).load_id == REQUEST.load_id
+
+
+@pytest.mark.parametrize("user_metadata", [None, "", "nightly run by hand", "[1, 2]", '{"owner": "ops"}'])
+def test_a_commit_no_load_of_ours_made_has_no_metadata(user_metadata):
+    entry = {"version": 3, "operation": "WRITE", "userMetadata": user_metadata, "engineInfo": "Apache-Spark"}
+    assert commit_metadata(entry) == {} and logged_commit(entry).load_id is None
 
 
 DELTA_MERGE_METRICS = {  # as Delta 4.x records them in operationMetrics: strings, and more names than ours
@@ -357,7 +406,7 @@ def test_write_metrics_take_the_merge_names_of_the_delta_rs_writer():
         "operationMetrics": {"numFiles": "2", "numOutputBytes": "2100", "numOutputRows": "5"},
     }
     assert write_commit_metrics(append, 0, 0) == write_metrics(5, 2, 0, 0)
-    assert logged_commit({"version": 0, **append}).metrics == write_metrics(5, 2, 0, None)
+    assert logged_commit({"version": 0, **append}).metrics == write_metrics(5, 2, 0, 0)  # removes nothing
     overwrite = {
         "operation": "WRITE",
         "operationParameters": {"mode": "Overwrite"},
@@ -382,4 +431,277 @@ def test_write_metrics_take_the_merge_names_of_the_delta_rs_writer():
         "operationParameters": {"isManaged": "true"},
         "operationMetrics": {"numFiles": "1", "numOutputRows": "2"},
     }
-    assert write_commit_metrics(created) == write_metrics(2, 1, 0, None)
+    assert write_commit_metrics(created) == write_metrics(2, 1, 0, 0)
+
+
+def test_write_metrics_read_alike_from_either_writers_history():
+    """A commit is read the same whichever writer made it: delta-rs names its WRITE metrics differently."""
+    by_delta_rs = {
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Overwrite"},
+        "operationMetrics": {"num_added_files": 1, "num_removed_files": 3, "num_added_rows": 2},
+    }
+    assert write_commit_metrics(by_delta_rs, rows_deleted=7) == write_metrics(2, 1, 3, 7)
+    assert logged_commit({"version": 4, **by_delta_rs}).metrics == write_metrics(2, 1, 3, None)
+    first_write = {
+        "operation": "WRITE",
+        "operationParameters": {"mode": "ErrorIfExists"},
+        "operationMetrics": {"num_added_files": 1, "num_removed_files": 0, "num_added_rows": 5},
+    }
+    assert logged_commit({"version": 0, **first_write}).metrics == write_metrics(5, 1, 0, 0)
+    merged = {"operation": "MERGE", "operationMetrics": {"num_source_rows": 3, "num_target_rows_updated": 1}}
+    assert logged_commit({"version": 5, **merged}).metrics == {"numSourceRows": 3, "numTargetRowsUpdated": 1}
+
+
+# -- one commit of the delta-spark writer, over a history kept in memory -----------------------------
+
+
+class Conf:
+    """A SparkSession's runtime conf."""
+
+    def __init__(self):
+        self.values: dict[str, str] = {}
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        self.values[key] = value
+
+    def unset(self, key):
+        self.values.pop(key, None)
+
+
+class Session:
+    def __init__(self):
+        self.conf = Conf()
+
+
+class Frame:
+    """A small DataFrame: the rows a history, detail or snapshot read gives."""
+
+    def __init__(self, rows, calls=None, name="frame"):
+        from pyspark.sql import Row
+
+        self.rows, self.calls, self.name = [Row(**r) for r in rows], calls, name
+
+    def select(self, *columns):
+        return Frame([{c: r[c] for c in columns} for r in self.rows], self.calls, self.name)
+
+    def first(self):
+        return self.rows[0]
+
+    def collect(self):
+        return list(self.rows)
+
+    def count(self):
+        self.calls.append((f"{self.name}.count",))
+        return len(self.rows)
+
+
+def checked(real_class, name, args, kwargs):
+    """Delta's class has this method and would accept these arguments (TypeError / AttributeError if not)."""
+    method = getattr(real_class, name)
+    bound_to_class = isinstance(inspect.getattr_static(real_class, name), classmethod)
+    inspect.signature(method).bind(*(args if bound_to_class else (None, *args)), **kwargs)
+
+
+class DeltaStandIn:
+    """delta.tables.DeltaTable (the class and its tables) over a history kept in memory, newest first.
+
+    Calls are checked against Delta's classes and recorded. A MERGE's execute() and a write's save()
+    commit as Delta does: a new version with the metadata and txn the session confs or the write
+    options give it; `confs_at_commit` keeps the session confs each commit ran with.
+    """
+
+    def __init__(self, session, history):
+        self.session, self.history_rows, self.calls, self.confs_at_commit = session, history, [], []
+
+    def __getattr__(self, name):
+        if name not in {"forPath", "forName", "isDeltaTable", "history", "detail", "alias", "merge"}:
+            raise AttributeError(name)
+
+        def call(*args, **kwargs):
+            checked(DeltaTable, name, args, kwargs)
+            self.calls.append((name, *args))
+            return getattr(self, f"_{name}")(*args, **kwargs)
+
+        return call
+
+    def _forPath(self, spark, path):
+        return self
+
+    _forName = _forPath
+
+    def _isDeltaTable(self, spark, identifier):
+        return True
+
+    def _history(self, limit=None):
+        return Frame(self.history_rows[:limit], self.calls)
+
+    def _detail(self):
+        return Frame([{"numFiles": 99}], self.calls)
+
+    def _alias(self, name):
+        return self
+
+    def _merge(self, source, condition):
+        return MergeStandIn(self)
+
+    def commit(self, operation, metrics, parameters=None, user_metadata=None):
+        self.confs_at_commit.append(dict(self.session.conf.values))
+        version = int(self.history_rows[0]["version"]) + 1 if self.history_rows else 0
+        row = {
+            "version": version,
+            "operation": operation,
+            "operationParameters": parameters or {},
+            "operationMetrics": metrics,
+            "userMetadata": user_metadata or self.session.conf.get(USER_METADATA_CONF),
+        }
+        self.history_rows.insert(0, row)
+
+
+class MergeStandIn:
+    """DeltaMergeBuilder: clauses are checked and kept; execute() commits a MERGE."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            checked(DeltaMergeBuilder, name, args, kwargs)
+            return self
+
+        return call
+
+    def execute(self):
+        self.table.commit("MERGE", {"numSourceRows": "2", "numTargetRowsInserted": "1"})
+
+
+class WriteStandIn:
+    """DataFrameWriter of the shaped source: save() commits a WRITE with the options' metadata."""
+
+    def __init__(self, table):
+        self.table, self.settings = table, {}
+
+    def format(self, name):
+        return self
+
+    def mode(self, mode):
+        self.settings["mode"] = mode
+        return self
+
+    def options(self, **options):
+        self.settings.update(options)
+        return self
+
+    def save(self, path):
+        mode = "Overwrite" if self.settings["mode"] == "overwrite" else "Append"
+        metrics = {"numFiles": "1", "numOutputRows": "1"}
+        self.table.commit("WRITE", metrics, {"mode": mode}, self.settings["userMetadata"])
+
+    saveAsTable = save
+
+
+class ShapedSource(Source):
+    def __init__(self, columns, table):
+        super().__init__(columns)
+        self.write = WriteStandIn(table)
+
+    def drop(self, *columns):
+        return self
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """The delta-spark writer's Delta, over a table whose newest version is 4."""
+    import delta.tables
+
+    written = {"operation": "WRITE", "operationParameters": {}, "operationMetrics": {}, "userMetadata": None}
+    history = [{"version": v, **written} for v in range(4, -1, -1)]
+    table = DeltaStandIn(Session(), history)
+    monkeypatch.setattr(delta.tables, "DeltaTable", table)
+    return table
+
+
+def commit_with(stand_in, plan, target="/lake/items", version=4):
+    spark = stand_in.session
+    ref = TableRef.parse(target)
+    snapshot = DeltaSparkSnapshot(ref, version, None, Frame([{"id": 1}] * 3, stand_in.calls, "snapshot"))
+    source = ShapedSource(DATA, stand_in)
+    return DeltaSparkWriter(spark).commit(spark, target, snapshot, plan, source, REQUEST)
+
+
+def test_a_merge_neither_counts_nor_describes_the_table_and_reads_only_the_newest_commit(stand_in):
+    result = commit_with(stand_in, merge("upsert", TableHints(primary_key=("id",))))
+
+    assert (result.version, result.metrics) == (5, {"numSourceRows": 2, "numTargetRowsInserted": 1})
+    assert not [c for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
+    # one read of the newest commit before (the plan's version is still the table's), one after
+    assert [c for c in stand_in.calls if c[0] == "history"] == [("history", 1), ("history", 1)]
+    (confs,) = stand_in.confs_at_commit
+    assert confs == commit_session_conf(merge("upsert", TableHints(primary_key=("id",))), REQUEST)
+    assert stand_in.session.conf.values == {}  # restored after the commit
+
+
+def test_the_commit_of_a_load_is_looked_for_only_among_the_commits_after_its_plan(stand_in):
+    class ConcurrentAppend(MergeStandIn):
+        def execute(self):
+            super().execute()
+            self.table.commit("WRITE", {"numFiles": "1"}, {"mode": "Append"}, "another team's note")
+
+    stand_in._merge = lambda source, condition: ConcurrentAppend(stand_in)
+    result = commit_with(stand_in, merge("upsert", TableHints(primary_key=("id",))))
+
+    assert result.version == 5 and not result.already_applied
+    reads = [c for c in stand_in.calls if c[0] == "history"]
+    assert reads == [("history", 1), ("history", 1), ("history", 2)]
+
+
+def test_a_write_sets_microsecond_timestamps_and_counts_nothing(stand_in):
+    result = commit_with(stand_in, write_plan("append"), version=4)
+
+    assert result.metrics == write_metrics(1, 1, 0, 0)
+    assert not [c for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
+    assert stand_in.confs_at_commit == [{PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}]
+    assert stand_in.history_rows[0]["userMetadata"] == REQUEST.user_metadata()
+
+
+def test_a_session_that_has_microsecond_timestamps_already_is_not_asked_to_set_them(stand_in):
+    class ServerConf(Conf):
+        """A Spark Connect server's conf that sessions may read but not change."""
+
+        def set(self, key, value):
+            if key == PARQUET_TIMESTAMP_CONF:
+                raise PermissionError(f"cannot modify {key}")
+            super().set(key, value)
+
+    stand_in.session.conf = ServerConf()
+    stand_in.session.conf.values[PARQUET_TIMESTAMP_CONF] = TIMESTAMP_MICROS
+
+    assert commit_with(stand_in, write_plan("append")).version == 5
+    assert stand_in.confs_at_commit == [{PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}]
+
+
+def test_a_full_overwrite_of_a_path_table_counts_what_it_removes_from_the_delta_log(stand_in, tmp_path):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "items")
+    write_deltalake(path, pa.table({"id": [1, 2]}))
+    write_deltalake(path, pa.table({"id": [3]}), mode="append")
+    stand_in.history_rows = stand_in.history_rows[-2:]  # versions 1 and 0, as on disk
+
+    result = commit_with(stand_in, write_plan("replace"), target=path, version=1)
+
+    assert (result.metrics["numTargetFilesRemoved"], result.metrics["numTargetRowsDeleted"]) == (2, 3)
+    assert not [c for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
+
+
+@pytest.mark.parametrize("target", ["db.items", "/nowhere/items"], ids=["metastore-table", "unreadable-path"])
+def test_a_full_overwrite_counts_with_spark_where_the_driver_cannot_read_the_log(stand_in, target):
+    result = commit_with(stand_in, write_plan("replace"), target=target)
+
+    assert (result.metrics["numTargetFilesRemoved"], result.metrics["numTargetRowsDeleted"]) == (99, 3)
+    counted = [c[0] for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
+    assert counted == ["detail", "snapshot.count"]
