@@ -15,10 +15,12 @@ from .errors import (
     DeltaMergeError,
     DuplicateKeyError,
     JobFailedError,
+    LoadNotRecordedError,
     MissingKeyColumnError,
     NullKeyError,
     SchemaError,
     SourceError,
+    StoreError,
 )
 
 __version__ = "0.1.0"
@@ -53,11 +55,13 @@ __all__ = [
     "Incremental",
     "JobFailedError",
     "LoadInfo",
+    "LoadNotRecordedError",
     "LoadRequest",
     "MissingKeyColumnError",
     "NullKeyError",
     "SchemaError",
     "SourceError",
+    "StoreError",
     "__version__",
     "backfill_windows",
     "default_session",

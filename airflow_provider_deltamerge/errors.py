@@ -109,6 +109,28 @@ class ConflictError(DeltaMergeError):
     """Another writer changed the table while this load was being committed."""
 
 
+class StoreError(DeltaMergeError):
+    """The dataset's own tables (`_dlt_loads`, `_dlt_pipeline_state`) cannot be read or written."""
+
+    def __init__(self, path: str, problem: str):
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: {problem}")
+
+
+class LoadNotRecordedError(StoreError):
+    """The batch was committed, but its load record could not be written; a retry finishes it."""
+
+    def __init__(self, path: str, load_id: str, table: str, table_version: int, problem: str):
+        self.load_id, self.table, self.table_version = load_id, table, table_version
+        super().__init__(
+            path,
+            f"the batch was committed to {table} as load {load_id} at version {table_version}, but its "
+            f"record could not be written ({problem}). Nothing is lost: fix the problem and retry the same "
+            "run (or run the next load of the table), which records this load from its commit without "
+            "loading it twice.",
+        )
+
+
 class JobFailedError(DeltaMergeError):
     """A load job running outside this process (spark-submit, Spark Connect) failed."""
 

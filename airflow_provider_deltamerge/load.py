@@ -25,7 +25,7 @@ from .delta import store
 from .delta.locking import creation_lock
 from .delta.selection import select_writer
 from .delta.writer import CommitRequest
-from .errors import ConfigError, ConflictError
+from .errors import ConfigError, ConflictError, LoadNotRecordedError
 from .plan.merge import Operation, plan_load
 from .spark import frames
 from .spark.extract import check_data, source_reader, to_dataframe
@@ -204,12 +204,23 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         request.run.to_dict(),
         load.new_state,
     )
-    store.write_state_row(load.stored, record)
+    _write_record(store.write_state_row, load.stored, record, request.table_path)
     checkpoint("after_state_row")
-    store.write_load_row(load.stored, record)
+    _write_record(store.write_load_row, load.stored, record, request.table_path)
     load.steps.step("record", "load %s recorded in %s", load_id, store.LOADS_TABLE)
     log.debug("load %s metrics: %s", load_id, metrics)
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
+
+
+def _write_record(write, stored: store.StoreSnapshot, record: store.LoadRecord, table_path: str) -> None:
+    """One write of a committed load's record; whatever stops it, the error says that the batch is
+    committed and how the load is finished."""
+    try:
+        write(stored, record)
+    except Exception as exc:
+        path = getattr(exc, "path", stored.dataset)
+        problem = getattr(exc, "problem", None) or f"{type(exc).__name__}: {exc}"
+        raise LoadNotRecordedError(path, record.load_id, table_path, record.table_version, problem) from exc
 
 
 def _applied_by_another(request: LoadRequest, writer, load_id: str) -> LoadInfo:

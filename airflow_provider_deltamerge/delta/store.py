@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,10 +22,10 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
-from ..errors import ConflictError
+from ..errors import ConflictError, StoreError
 from ..spec.naming import LOAD_ID, table_path
 from .delta_rs import DeltaRsWriter
-from .locking import creation_lock
+from .locking import creation_lock, local_path
 from .writer import LoggedCommit
 
 log = logging.getLogger(__name__)
@@ -84,10 +85,16 @@ class LoadRecord:
 
 
 def read_table(path: str) -> list[dict[str, Any]]:
-    """Every row of one state table; the only place their rows are read."""
+    """Every row of one state table; the only place their rows are read. A table that is not there yet
+    is empty; something else in its place is refused, before the load commits anything."""
+    local = local_path(path)
+    if local is not None and os.path.exists(local) and not os.path.isdir(local):
+        raise StoreError(path, "is a file, where this dataset keeps a Delta table; move the file away")
     try:
         return DeltaTable(path).to_pyarrow_table().to_pylist()
     except TableNotFoundError:
+        if local is not None and os.path.isdir(local) and os.listdir(local):
+            raise StoreError(path, "holds files but no Delta table (no _delta_log); move them away") from None
         return []
 
 

@@ -8,6 +8,7 @@ The refusals happen before a writer is chosen, so this module runs once, not per
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
@@ -18,10 +19,13 @@ from airflow_provider_deltamerge import (
     ConfigError,
     DeltaMergeError,
     Incremental,
+    LoadNotRecordedError,
     MissingKeyColumnError,
     SourceError,
+    StoreError,
     run_load,
 )
+from airflow_provider_deltamerge import load as load_module
 from airflow_provider_deltamerge.load import run_request
 from airflow_provider_deltamerge.spec.request import LoadRequest
 from tests.helpers import read_rows
@@ -264,3 +268,55 @@ def test_a_text_cursor_of_one_format_with_bare_dates_still_loads(spark, dataset)
     )
     assert sorted(r["id"] for r in read_rows(f"{dataset}/events")) == [2, 3]
     assert info.metrics["rows_staged"] == 2
+
+
+# -- errors that tell where a load stands --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", ["_dlt_pipeline_state", "_dlt_loads"])
+def test_a_file_where_a_state_table_belongs_is_named_before_anything_is_committed(spark, dataset, table):
+    before = seeded(spark, dataset)
+    state = f"{dataset}/{table}"
+    if os.path.exists(state):
+        shutil.move(state, f"{dataset}/.kept")
+    with open(state, "w") as handle:
+        handle.write("not a table")
+    error = refused(StoreError, spark, [{"id": 61}], dataset=dataset, table_name="events")
+    assert error.path == state and "is a file" in str(error)
+    assert DeltaTable(f"{dataset}/events").version() == before["events"][0]
+
+
+def test_a_record_that_cannot_be_written_after_the_commit_says_so_and_the_retry_finishes_it(
+    spark, dataset, monkeypatch
+):
+    seeded(spark, dataset, write_disposition="append")
+    loads_table = f"{dataset}/_dlt_loads"
+
+    def loads_table_becomes_a_file(step):
+        if step == "after_commit":
+            shutil.move(loads_table, f"{dataset}/.loads-kept")
+            with open(loads_table, "w") as handle:
+                handle.write("in the way")
+
+    run = {"dag_id": "d", "task_id": "t", "run_id": "manual__1", "run_type": "manual"}
+    monkeypatch.setattr(load_module, "checkpoint", loads_table_becomes_a_file)
+    with pytest.raises(LoadNotRecordedError) as error:
+        run_load(
+            [{"id": 100}],
+            spark=spark,
+            dataset=dataset,
+            table_name="events",
+            run_context={**run, "try_number": 1},
+        )
+    assert (error.value.table, error.value.table_version) == (f"{dataset}/events", 1)
+    assert f"committed to {dataset}/events as load {error.value.load_id} at version 1" in str(error.value)
+    assert "retry the same run" in str(error.value)
+
+    monkeypatch.undo()
+    os.remove(loads_table)
+    shutil.move(f"{dataset}/.loads-kept", loads_table)
+    retry = run_load(
+        [{"id": 100}], spark=spark, dataset=dataset, table_name="events", run_context={**run, "try_number": 2}
+    )
+    assert (retry.load_id, retry.table_version) == (error.value.load_id, 1)
+    assert [r["id"] for r in read_rows(f"{dataset}/events")].count(100) == 1  # not loaded twice

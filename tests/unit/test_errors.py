@@ -22,6 +22,10 @@ EXAMPLES = {
     errors.CursorValueMissingError: lambda: errors.CursorValueMissingError("ts", 2, 10),
     errors.SchemaError: lambda: errors.SchemaError("events", "id", "bigint", "string"),
     errors.ConflictError: lambda: errors.ConflictError("another writer changed table /lake/events"),
+    errors.StoreError: lambda: errors.StoreError("/lake/_dlt_loads", "it is a file, not a Delta table"),
+    errors.LoadNotRecordedError: lambda: errors.LoadNotRecordedError(
+        "/lake/_dlt_loads", "1717171717.123456", "/lake/events", 4, "permission denied"
+    ),
     errors.JobFailedError: lambda: errors.JobFailedError("spark job failed", "Traceback ...\nValueError"),
 }
 
