@@ -8,6 +8,7 @@ by an empty append that carries them, so every recorded load has its commit.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -31,6 +32,7 @@ from .writer import (
 )
 
 log = logging.getLogger(__name__)
+_SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
 
 APPLIED_SEARCH_DEPTH = 50  # commits searched for a load id whose txn version the table has recorded
 _HISTORY_READ_ATTEMPTS = 5
@@ -97,8 +99,15 @@ def spark_to_arrow(df) -> pa.Table:
     such a schema would refuse the helper rows of later merges, so columns are stored nullable as dlt
     stores them. Behind one function so the transfer can stream later.
     """
-    table = df.toArrow()
+    table = df.toArrow() if hasattr(df, "toArrow") else _collected_as_arrow(df)
     return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+
+
+def _collected_as_arrow(df) -> pa.Table:
+    """Spark 3.5 has no DataFrame.toArrow(): its Arrow collection, with the schema for an empty batch."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
 
 
 class DeltaRsWriter:
@@ -125,7 +134,10 @@ class DeltaRsWriter:
             full = spark.read.schema(schema).option("basePath", snapshot.table.table_uri).parquet(*files)
             return full.select(*columns)
         arrow = snapshot.table.to_pyarrow_table(columns=columns)
-        return spark.createDataFrame(_without_view_types(arrow), wanted)
+        arrow = _without_view_types(arrow)
+        if not _SPARK_TAKES_ARROW:  # Spark 3.5 takes no Arrow table: its rows, with the schema
+            return spark.createDataFrame(arrow.to_pylist(), wanted)
+        return spark.createDataFrame(arrow, wanted)
 
     def commit(
         self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest

@@ -20,9 +20,7 @@ from functools import cached_property
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowException
-from airflow.sdk.log import mask_secret
+from airflow.providers.common.compat.sdk import AirflowException, BaseHook, mask_secret
 
 from ..errors import ConfigError, JobFailedError
 from ..spec.secrets import credential_values, redact_text

@@ -107,13 +107,21 @@ def _cron_previous(expression: str, timezone: Any, at: datetime) -> datetime:
 
 def schedule_period_start(timetable: Any, at: datetime) -> datetime | None:
     """Start of the schedule period that ends at `at`, from the DAG's timetable; None if it has none."""
-    from airflow.sdk import (
-        CronDataIntervalTimetable,
-        CronTriggerTimetable,
-        DeltaDataIntervalTimetable,
-        DeltaTriggerTimetable,
-        MultipleCronTriggerTimetable,
-    )
+    try:  # Airflow 3.1 and later: the task SDK's own timetable classes
+        from airflow.sdk import (
+            CronDataIntervalTimetable,
+            CronTriggerTimetable,
+            DeltaDataIntervalTimetable,
+            DeltaTriggerTimetable,
+            MultipleCronTriggerTimetable,
+        )
+    except ImportError:  # Airflow 3.0 keeps them in the core package
+        from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+        from airflow.timetables.trigger import (
+            CronTriggerTimetable,
+            DeltaTriggerTimetable,
+            MultipleCronTriggerTimetable,
+        )
 
     if isinstance(timetable, MultipleCronTriggerTimetable):
         return max(schedule_period_start(t, at) for t in timetable.timetables)

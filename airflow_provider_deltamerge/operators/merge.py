@@ -9,8 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import Asset, AssetAlias, BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.providers.common.compat.sdk import AirflowFailException, Asset, AssetAlias, BaseOperator
 
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options

@@ -7,6 +7,7 @@ A list of dicts goes through Arrow, typed the way a data engineer expects; a sou
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import re
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from ..errors import ConfigError, SourceError
 from ..spec.sources import WINDOW_PARAMETERS, source_kind
 
 _PARAMETER_RE = {name: re.compile(rf":{name}\b") for name in WINDOW_PARAMETERS}
+_SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4
 
 
 ACCEPTED_DATA = "a Spark DataFrame, a pandas DataFrame, a list of dicts, or a callable (spark, window)"
@@ -40,8 +42,17 @@ def to_dataframe(spark, data):
         return data
     if _is_pandas(data):
         table = pa.Table.from_pandas(data, preserve_index=False)
-        return spark.createDataFrame(table.cast(pa.schema([_utc_field(f) for f in table.schema])))
-    return spark.createDataFrame(rows_to_arrow(list(data)))
+        return arrow_to_spark(spark, table.cast(pa.schema([_utc_field(f) for f in table.schema])))
+    return arrow_to_spark(spark, rows_to_arrow(list(data)))
+
+
+def arrow_to_spark(spark, table: pa.Table):
+    """An Arrow table as a DataFrame: directly on Spark 4; Spark 3.5 takes its rows with the schema."""
+    if _SPARK_TAKES_ARROW:
+        return spark.createDataFrame(table)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame(table.to_pylist(), schema=from_arrow_schema(table.schema))
 
 
 def _is_spark(data: Any) -> bool:
