@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Creates .venv in the repository and installs the provider with its test and demo extras.
-# Safe to run again: it reinstalls only when pyproject.toml changed.
+# Creates a virtualenv in the repository and installs the provider with its test and demo extras,
+# every package pinned by a constraints file: .venv with constraints/tested.txt by default;
+# VENV=.venv-oldest CONSTRAINTS=constraints/oldest.txt for the oldest supported set.
+# Safe to run again: it reinstalls only when pyproject.toml or the constraints changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+venv=${VENV:-.venv}
+constraints=${CONSTRAINTS:-constraints/tested.txt}
 
 if ! command -v java >/dev/null 2>&1; then
   echo "error: Java 17 is required (Spark runs on the JVM) and no 'java' is on PATH." >&2
@@ -21,16 +25,16 @@ if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)
   exit 1
 fi
 
-if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv"
-  "$python" -m venv .venv
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv"
+  "$python" -m venv "$venv"
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=$venv/.installed-$(cat pyproject.toml "$constraints" | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing airflow-provider-deltamerge and its dependencies (a few minutes the first time)"
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
-  rm -f .venv/.installed-*
+  echo "setup: installing airflow-provider-deltamerge and its dependencies into $venv ($constraints; a few minutes the first time)"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -e ".[dev]" -c "$constraints"
+  rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
-echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"
+echo "setup: $venv ready ($("$venv/bin/python" --version), $(java -version 2>&1 | head -1))"

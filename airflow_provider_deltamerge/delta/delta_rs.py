@@ -18,7 +18,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from ..errors import ConflictError, SchemaError
-from ..plan.expressions import SOURCE, TARGET, render
+from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
 from .writer import (
     USER_METADATA,
@@ -57,6 +57,8 @@ class DataFusionDialect:
     @staticmethod
     def date(value: date) -> str:
         return f"arrow_cast('{value.isoformat()}', 'Date32')"
+
+    string = staticmethod(standard_string)
 
 
 @dataclass

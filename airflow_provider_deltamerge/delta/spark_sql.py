@@ -7,10 +7,9 @@ Expressions render as Spark SQL.
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import date, datetime
 
-from ..plan.expressions import SOURCE, TARGET, Expr, Lit, render
+from ..plan.expressions import SOURCE, TARGET, Expr, render
 from ..plan.merge import Clause, MergePlan, Operation
 from .writer import USER_METADATA, CommitRequest
 
@@ -43,28 +42,18 @@ class SparkSqlDialect:
     def date(value: date) -> str:
         return f"DATE '{value.isoformat()}'"
 
+    @staticmethod
+    def string(value: str) -> str:
+        # Backslash escapes, which Spark reads in every version (3.5 reads '' as two adjacent literals).
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
 
 SPARK_SQL = SparkSqlDialect()
 
 
 def render_spark(expr: Expr) -> str:
-    """SQL text of expr for Spark; backslashes in string literals are escaped, as Spark's parser expects."""
-    return render(_escape_backslashes(expr), SPARK_SQL)
-
-
-def _escape_backslashes(expr):
-    if isinstance(expr, Lit):
-        return Lit(expr.value.replace("\\", "\\\\")) if isinstance(expr.value, str) else expr
-    if not dataclasses.is_dataclass(expr):
-        return expr
-    changes = {}
-    for f in dataclasses.fields(expr):
-        value = getattr(expr, f.name)
-        if isinstance(value, tuple):
-            changes[f.name] = tuple(_escape_backslashes(v) for v in value)
-        elif dataclasses.is_dataclass(value):
-            changes[f.name] = _escape_backslashes(value)
-    return dataclasses.replace(expr, **changes)
+    """SQL text of expr for Spark."""
+    return render(expr, SPARK_SQL)
 
 
 # ---- the plan as DeltaMergeBuilder calls (no Spark needed: `target` may be any DeltaTable look-alike) ----

@@ -81,6 +81,13 @@ class Dialect(Protocol):
 
     def date(self, value: date) -> str: ...
 
+    def string(self, value: str) -> str: ...
+
+
+def standard_string(value: str) -> str:
+    """A SQL-standard string literal: single quotes, a quote inside doubled."""
+    return "'" + value.replace("'", "''") + "'"
+
 
 def render(expr: Expr, dialect: Dialect) -> str:
     """SQL text of expr in the given dialect."""
@@ -113,4 +120,4 @@ def _literal(value, dialect: Dialect) -> str:
         return dialect.timestamp(value.astimezone(timezone.utc))
     if isinstance(value, date):
         return dialect.date(value)
-    return "'" + str(value).replace("'", "''") + "'"
+    return dialect.string(str(value))

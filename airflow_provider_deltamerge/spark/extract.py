@@ -42,7 +42,8 @@ def to_dataframe(spark, data):
         return data
     if _is_pandas(data):
         table = pa.Table.from_pandas(data, preserve_index=False)
-        return arrow_to_spark(spark, table.cast(pa.schema([_utc_field(f) for f in table.schema])))
+        as_stored = pa.schema([_utc_micros(f) for f in table.schema])
+        return arrow_to_spark(spark, table.cast(as_stored, safe=False))  # Delta keeps microseconds
     return arrow_to_spark(spark, rows_to_arrow(list(data)))
 
 
@@ -63,9 +64,10 @@ def _is_pandas(data: Any) -> bool:
     return type(data).__module__.startswith("pandas") and hasattr(data, "to_numpy")
 
 
-def _utc_field(field: pa.Field) -> pa.Field:
-    if pa.types.is_timestamp(field.type) and field.type.tz is None:
-        return field.with_type(pa.timestamp(field.type.unit, tz="UTC"))
+def _utc_micros(field: pa.Field) -> pa.Field:
+    """Timestamps in microseconds, naive ones read as UTC (pandas holds nanoseconds)."""
+    if pa.types.is_timestamp(field.type):
+        return field.with_type(pa.timestamp("us", tz=field.type.tz or "UTC"))
     return field
 
 

@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import Incremental, backfill_windows, run_load
 from airflow_provider_deltamerge.delta import store
+from airflow_provider_deltamerge.spark.extract import arrow_to_spark
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +32,7 @@ def flights() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def flights_df(spark, flights):
-    df = spark.createDataFrame(pa.Table.from_pandas(flights, preserve_index=False)).cache()
+    df = arrow_to_spark(spark, pa.Table.from_pandas(flights, preserve_index=False)).cache()
     yield df
     df.unpersist()
 

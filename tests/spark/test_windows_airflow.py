@@ -16,6 +16,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from airflow_provider_deltamerge import ConfigError, Incremental, run_load
 from airflow_provider_deltamerge.delta import store
+from tests.airflow_compat import cron_timetables, dag_serialization
 from tests.helpers import read_rows, table_version
 
 pytestmark = pytest.mark.spark
@@ -234,7 +235,9 @@ def test_every_airflow_run_type_has_a_window_rule():
 
 def weekly_dag(schedule):
     import pendulum
-    from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
+    from airflow.sdk import DAG
+
+    CronTriggerTimetable, CronDataIntervalTimetable = cron_timetables()
 
     timetables = {
         "@weekly": "@weekly",  # Airflow 3: CronTriggerTimetable, zero-width intervals
@@ -253,7 +256,7 @@ def weekly_dag(schedule):
 
 def scheduled_runs(dag, count: int) -> list:
     """The first `count` runs the scheduler creates for `dag`, from its (scheduler side) timetable."""
-    from airflow.serialization.serialized_objects import DagSerialization
+    DagSerialization = dag_serialization()
     from airflow.timetables.base import TimeRestriction
 
     timetable = DagSerialization.from_dict(DagSerialization.to_dict(dag)).timetable
@@ -307,7 +310,8 @@ def test_manual_trigger_of_a_cron_dag_continues_from_the_cursor(spark, dataset):
     """A manual run of a CronTriggerTimetable DAG has a zero-width interval at its run time: it loads
     from the stored cursor to now, so nothing between the last scheduled week and now is skipped."""
     import pendulum
-    from airflow.serialization.serialized_objects import DagSerialization
+
+    DagSerialization = dag_serialization()
 
     from airflow_provider_deltamerge.operators.context import schedule_period_start
 

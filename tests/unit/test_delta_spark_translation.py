@@ -292,7 +292,7 @@ def test_spark_sql_types_timestamps_with_and_without_time_zone_and_dates():
 
 
 def test_spark_sql_quotes_identifiers_and_escapes_string_literals():
-    assert render_spark(Cmp("=", Col("we`ird", "t"), Lit("it's a\\b"))) == "t.`we``ird` = 'it''s a\\\\b'"
+    assert render_spark(Cmp("=", Col("we`ird", "t"), Lit("it's a\\b"))) == r"t.`we``ird` = 'it\'s a\\b'"
 
 
 # -- tables, metadata and metrics -------------------------------------------------------------------

@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.plan.expressions import render
+from airflow_provider_deltamerge.plan.expressions import render, standard_string
 from airflow_provider_deltamerge.plan.merge import ACTION, Operation, SourceShape
 from airflow_provider_deltamerge.plan.scd2 import RETIRE_AT, Scd2Settings, plan_scd2
 from airflow_provider_deltamerge.spec.naming import direct, snake_case
@@ -34,6 +34,8 @@ class SqlText:
     @staticmethod
     def date(value: date) -> str:
         return f"D'{value.isoformat()}'"
+
+    string = staticmethod(standard_string)
 
 
 def sql(expr) -> str:
