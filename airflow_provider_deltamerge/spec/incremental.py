@@ -319,16 +319,22 @@ _COERCE = {
 }
 
 
+def as_incremental(value: Incremental | dict | None) -> Incremental | None:
+    """An Incremental, from itself or its to_dict() form; None stays None."""
+    if value is None or isinstance(value, Incremental):
+        return value
+    if isinstance(value, dict):
+        return Incremental.from_dict(value)
+    raise ConfigError("incremental", f"{value!r} must be an Incremental or its to_dict() form")
+
+
 def parse_incremental(
     value: Incremental | dict | None, normalize: Callable[[str], str]
 ) -> Incremental | None:
     """The incremental with its cursor path's first segment in the table's naming convention."""
+    value = as_incremental(value)
     if value is None:
         return None
-    if isinstance(value, dict):
-        value = Incremental.from_dict(value)
-    if not isinstance(value, Incremental):
-        raise ConfigError("incremental", f"{value!r} must be an Incremental or its to_dict() form")
     first, *rest = value.cursor_path.split(".")
     path = ".".join([normalize(first), *rest])
     primary_key = value.primary_key

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .checks import choice, key_tuple
-from .incremental import Incremental, parse_incremental, parse_instant
+from .incremental import Incremental, as_incremental, parse_incremental, parse_instant
 from .naming import NAMINGS, SYSTEM_PREFIX, naming_convention, table_path, table_uri
 from .options import (
     BACKENDS,
@@ -106,13 +106,8 @@ def _instant_text(value: Any, argument: str) -> str:
 
 def check_incremental(incremental: Any) -> dict[str, Any] | None:
     """An Incremental (or its dict form) as its validated dict form."""
-    if incremental is None:
-        return None
-    if isinstance(incremental, dict):
-        incremental = Incremental.from_dict(incremental)
-    if not isinstance(incremental, Incremental):
-        raise ConfigError("incremental", f"{incremental!r} must be an Incremental or its dict form")
-    return incremental.to_dict()
+    incremental = as_incremental(incremental)
+    return None if incremental is None else incremental.to_dict()
 
 
 def check_pipeline_name(name: Any) -> str | None:
