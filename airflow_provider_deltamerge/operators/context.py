@@ -105,6 +105,15 @@ def _cron_previous(expression: str, timezone: Any, at: datetime) -> datetime:
     return pendulum.instance(previous, tz=tz).in_timezone("UTC")
 
 
+def _cron_of(timetable: Any) -> tuple[str, Any]:
+    """(expression, timezone) of a cron timetable: attributes of the task SDK's (3.1 and later), in
+    serialize() of Airflow 3.0's core timetables."""
+    if hasattr(timetable, "expression"):
+        return timetable.expression, timetable.timezone
+    serialized = timetable.serialize()
+    return serialized["expression"], serialized["timezone"]
+
+
 def schedule_period_start(timetable: Any, at: datetime) -> datetime | None:
     """Start of the schedule period that ends at `at`, from the DAG's timetable; None if it has none."""
     try:  # Airflow 3.1 and later: the task SDK's own timetable classes
@@ -126,7 +135,7 @@ def schedule_period_start(timetable: Any, at: datetime) -> datetime | None:
     if isinstance(timetable, MultipleCronTriggerTimetable):
         return max(schedule_period_start(t, at) for t in timetable.timetables)
     if isinstance(timetable, (CronTriggerTimetable, CronDataIntervalTimetable)):
-        return _cron_previous(timetable.expression, timetable.timezone, at)
+        return _cron_previous(*_cron_of(timetable), at)
     if isinstance(timetable, (DeltaTriggerTimetable, DeltaDataIntervalTimetable)):
         return at - timetable.delta
     return None

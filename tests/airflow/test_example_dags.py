@@ -12,6 +12,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge.delta.store import read_loads
+from tests.airflow_compat import register_assets
 
 from .conftest import DAGS_FOLDER, DEMO_DIR
 
@@ -68,6 +69,7 @@ def flights_rows() -> int:
 
 def test_weekly_flights_merge_week_by_week_and_rerun(landed, flights_times):
     dag = demo.load_dag(DAGS_FOLDER, "nycflights13_flights_weekly.py")
+    register_assets(dag)
     weeks = [SUNDAY, SUNDAY + timedelta(weeks=1)]
     for sunday in weeks:
         run = dag.test(logical_date=sunday, run_conf=demo.week_conf(sunday))
