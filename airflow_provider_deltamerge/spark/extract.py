@@ -53,7 +53,9 @@ def arrow_to_spark(spark, table: pa.Table):
         return spark.createDataFrame(table)
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return spark.createDataFrame(table.to_pylist(), schema=from_arrow_schema(table.schema))
+    micros = pa.schema([_in_micros(f) for f in table.schema])  # nanoseconds come back as pandas objects
+    rows = table.cast(micros, safe=False).to_pylist()
+    return spark.createDataFrame(rows, schema=from_arrow_schema(micros))
 
 
 def _is_spark(data: Any) -> bool:
@@ -62,6 +64,12 @@ def _is_spark(data: Any) -> bool:
 
 def _is_pandas(data: Any) -> bool:
     return type(data).__module__.startswith("pandas") and hasattr(data, "to_numpy")
+
+
+def _in_micros(field: pa.Field) -> pa.Field:
+    if pa.types.is_timestamp(field.type):
+        return field.with_type(pa.timestamp("us", tz=field.type.tz))
+    return field
 
 
 def _utc_micros(field: pa.Field) -> pa.Field:
