@@ -1,8 +1,9 @@
 """airflow-provider-deltamerge: dlt's loading semantics on Apache Spark and Delta Lake, from Airflow.
 
 The public API, all of it: `run_load` and what it returns, `Incremental`, `LoadRequest`,
-`default_session`, `backfill_windows`, and every error class. The operators and the hook are in
-`airflow_provider_deltamerge.operators` and `.hooks`, where Airflow providers keep them.
+`default_session`, `backfill_windows`, `maintain_table`, and every error class. The operators and
+the hook are in `airflow_provider_deltamerge.operators` and `.hooks`, where Airflow providers keep
+them; the `deltamerge` command in `.cli`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _LAZY = {
     "Incremental": "spec.incremental",
     "backfill_windows": "spec.backfill",
     "default_session": "spark.session",
+    "maintain_table": "delta.maintenance",
 }
 
 
@@ -65,5 +67,6 @@ __all__ = [
     "__version__",
     "backfill_windows",
     "default_session",
+    "maintain_table",
     "run_load",
 ]

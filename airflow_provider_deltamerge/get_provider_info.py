@@ -40,6 +40,7 @@ def get_provider_info() -> dict:
                 "python-modules": [
                     "airflow_provider_deltamerge.operators.merge",
                     "airflow_provider_deltamerge.operators.backfill",
+                    "airflow_provider_deltamerge.operators.maintenance",
                 ],
             }
         ],

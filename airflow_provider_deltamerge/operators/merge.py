@@ -22,6 +22,7 @@ from .context import (
     run_context_of,
     split_conf,
 )
+from .lineage import DeltaLineageMixin
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -67,7 +68,7 @@ def _as_text(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-class DeltaMergeOperator(BaseOperator):
+class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     """Load a source into a Delta table with dlt's write dispositions, keys, hints and windows.
 
     :param source: reader spec ``{"format", "path", "options"}``, ``{"table": ...}``, ``{"sql": ...}``,

@@ -33,7 +33,13 @@ def test_listed_modules_import_and_hold_the_classes():
         m for group in ("operators", "hooks") for entry in info[group] for m in entry["python-modules"]
     ]
     names = {n for m in modules for n in vars(importlib.import_module(m))}
-    assert {"DeltaMergeOperator", "DeltaScd2Operator", "DeltaBackfillOperator", "DeltaMergeHook"} <= names
+    assert {
+        "DeltaMergeOperator",
+        "DeltaScd2Operator",
+        "DeltaBackfillOperator",
+        "DeltaMaintenanceOperator",
+        "DeltaMergeHook",
+    } <= names
 
 
 def test_get_provider_info_imports_nothing_heavy():
@@ -45,10 +51,11 @@ def test_get_provider_info_imports_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
-def test_operator_modules_do_not_import_pyspark():
+def test_operator_modules_do_not_import_pyspark_deltalake_or_openlineage():
+    modules = [m for entry in get_provider_info()["operators"] for m in entry["python-modules"]]
     code = (
-        "import sys; import airflow_provider_deltamerge.operators; "
-        "print([n for n in ('pyspark', 'deltalake') if n in sys.modules])"
+        f"import sys; import importlib; [importlib.import_module(m) for m in {modules!r}]; "
+        "print([n for n in ('pyspark', 'deltalake', 'openlineage') if n in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -87,3 +94,4 @@ def test_airflow_providers_cli_lists_provider_and_hook():
     modules = json.dumps(full)
     assert "airflow_provider_deltamerge.operators.merge" in modules
     assert "airflow_provider_deltamerge.operators.backfill" in modules
+    assert "airflow_provider_deltamerge.operators.maintenance" in modules

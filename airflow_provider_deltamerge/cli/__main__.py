@@ -1,0 +1,5 @@
+"""``python -m airflow_provider_deltamerge.cli``: the `deltamerge` command."""
+
+from .main import main
+
+raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""The entry point of `deltamerge`: parse, run the command, print its result or a one-line error."""
+
+from __future__ import annotations
+
+import sys
+
+from .parser import build_parser
+
+EXIT_ERROR = 1  # the command could not do what was asked (argparse exits with 2 on usage errors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from deltalake.exceptions import DeltaError  # imported after parsing: `--help` stays fast
+
+    from ..errors import DeltaMergeError
+    from .commands import COMMANDS
+    from .render import print_json, render
+
+    try:
+        result = COMMANDS[args.command](args)
+    except (DeltaMergeError, DeltaError, OSError) as exc:
+        print(f"deltamerge {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print_json(result)
+    else:
+        render(args.command, result)
+    return 0

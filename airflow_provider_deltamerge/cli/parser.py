@@ -1,0 +1,150 @@
+"""The command line of `deltamerge`: argparse only, so that ``deltamerge --help`` answers at once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+DESCRIPTION = """\
+Inspect and load the Delta tables of a deltamerge dataset: its load records, pipeline state, table
+histories and schemas, and one-off loads on local Spark. Every command takes --json for scripts.
+"""
+EPILOG = """\
+examples:
+  deltamerge tables /lake/shop
+  deltamerge loads /lake/shop --table orders --last 5
+  deltamerge state /lake/shop --json
+  deltamerge history /lake/shop orders
+  deltamerge load /lake/shop orders --format parquet --path /landing/orders \\
+      --write-disposition merge --primary-key order_id
+"""
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """A KEY=VALUE argument."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
+def positive_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return count
+
+
+def json_or_text(text: str) -> Any:
+    """A JSON object, or the text itself (a name, or a string form the load validates)."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {exc}") from None
+    return text
+
+
+def key_list(text: str) -> list[str]:
+    """Comma-separated column names."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deltamerge",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    reading = argparse.ArgumentParser(add_help=False, parents=[output])
+    reading.add_argument("dataset", metavar="DATASET", help="the dataset: a path, or an s3:// or az:// URI")
+    reading.add_argument(
+        "--storage-option",
+        metavar="KEY=VALUE",
+        type=key_value,
+        action="append",
+        default=[],
+        help="an object store option for delta-rs (e.g. AWS_REGION=eu-west-1); repeatable",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    loads = commands.add_parser("loads", parents=[reading], help="the load records, newest first")
+    loads.add_argument("--table", help="only the loads of this table")
+    loads.add_argument(
+        "--last", type=positive_count, default=20, metavar="N", help="the N newest loads (default 20, 0: all)"
+    )
+    commands.add_parser("state", parents=[reading], help="pipeline state per table: cursor and last load")
+    history = commands.add_parser(
+        "history", parents=[reading], help="a table's Delta commits and the load id each carries"
+    )
+    history.add_argument("table", metavar="TABLE", help="the table's name as stored")
+    history.add_argument(
+        "--last", type=positive_count, default=50, metavar="N", help="the N newest commits (default 50)"
+    )
+    commands.add_parser(
+        "tables", parents=[reading], help="the dataset's tables: rows, schema, partitioning, size, files"
+    )
+    _add_load(commands.add_parser("load", parents=[output], help="load once on local Spark"))
+    return parser
+
+
+def _add_load(load: argparse.ArgumentParser) -> None:
+    load.description = "Load a source into <DATASET>/<TABLE> once, on a local Spark session."
+    load.add_argument("dataset", metavar="DATASET", help="the dataset: a path or a URI")
+    load.add_argument("table_name", metavar="TABLE", help="the target table")
+    source = load.add_argument_group("source (--source, or --format with --path and --option)")
+    source.add_argument(
+        "--source",
+        type=json_or_text,
+        help="a source spec as JSON, or 'module:function', a catalog table name, or a SQL query",
+    )
+    source.add_argument("--format", help="a Spark data source, e.g. parquet, csv, json, delta")
+    source.add_argument("--path", help="what the data source reads")
+    source.add_argument(
+        "--option", metavar="KEY=VALUE", type=key_value, action="append", default=[], help="reader option"
+    )
+    semantics = load.add_argument_group("how rows are written")
+    semantics.add_argument(
+        "--write-disposition",
+        type=json_or_text,
+        metavar="DISPOSITION",
+        help="append (default), replace, merge, or a JSON object with a strategy",
+    )
+    semantics.add_argument("--strategy", help="merge strategy: delete-insert, upsert, insert-only, scd2")
+    semantics.add_argument("--primary-key", type=key_list, metavar="COLUMNS", help="comma-separated")
+    semantics.add_argument("--merge-key", type=key_list, metavar="COLUMNS", help="comma-separated")
+    semantics.add_argument(
+        "--incremental",
+        type=json_or_text,
+        metavar="CURSOR",
+        help="the cursor column, or an Incremental as JSON",
+    )
+    semantics.add_argument(
+        "--initial-value", metavar="VALUE", help="the cursor's initial value (with --incremental CURSOR)"
+    )
+    semantics.add_argument(
+        "--window", nargs=2, metavar=("START", "END"), help="load exactly [START, END) of the cursor"
+    )
+    semantics.add_argument(
+        "--pipeline-name", metavar="NAME", help="the pipeline in the state tables (default deltamerge)"
+    )
+    semantics.add_argument("--naming", default="snake_case", help="snake_case (default) or direct")
+    semantics.add_argument("--backend", default="auto", help="auto (default), delta-rs or delta-spark")
+    spark = load.add_argument_group("Spark")
+    spark.add_argument("--master", default="local[*]", help="the local master (default local[*])")
+    spark.add_argument(
+        "--spark-conf", metavar="KEY=VALUE", type=key_value, action="append", default=[], help="repeatable"
+    )
+    spark.add_argument(
+        "--delta-jars",
+        action="append",
+        metavar="PATH",
+        help="Delta's jar files or folder, for the delta-spark writer (default: $DELTA_SPARK_JARS)",
+    )

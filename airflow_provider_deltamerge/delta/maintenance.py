@@ -1,0 +1,343 @@
+"""Table maintenance: OPTIMIZE (compaction or Z-order), VACUUM and checkpoints, with either writer.
+
+Maintenance commits go through Delta's optimistic concurrency as loads do, so a load and an OPTIMIZE of
+one table may run at the same time. When both rewrite the same files, the one that commits second fails
+its conflict check and plans again: a load up to `load.COMMIT_ATTEMPTS` times, an OPTIMIZE here up to
+`OPTIMIZE_ATTEMPTS` times. Neither commit is lost. VACUUM deletes only files older than its retention;
+the retention may not go below the table's `delta.deletedFileRetentionDuration` unless force=True is
+given, because a shorter one can delete files that readers of older versions, or a load still writing
+its files, need.
+
+Every option is checked, and the table's retention read, before the first commit. This module imports
+deltalake and delta-spark only when it runs, so that operators can check options when a DAG is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, ConflictError
+from ..spec.checks import choice, key_tuple
+from ..spec.naming import naming_convention, table_path
+from ..spec.options import BACKENDS
+from ..spec.request import check_dataset, check_table_name
+
+log = logging.getLogger(__name__)
+
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+DEFAULT_RETENTION_HOURS = 168.0  # Delta's default for that property: one week
+OPTIMIZE_ATTEMPTS = (
+    4  # a concurrent commit rewrote files this OPTIMIZE read: plan it again, this often in all
+)
+VACUUM_CONF = {"spark.databricks.delta.vacuum.logging.enabled": "true"}  # so VACUUM END records its counts
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+_HOURS_PER_UNIT = {
+    "nanosecond": 1 / 3.6e12,
+    "microsecond": 1 / 3.6e9,
+    "millisecond": 1 / 3.6e6,
+    "second": 1 / 3600,
+    "minute": 1 / 60,
+    "hour": 1.0,
+    "day": 24.0,
+    "week": 168.0,
+}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+?)s?\b")
+
+
+@dataclass(frozen=True)
+class MaintenanceOptions:
+    """What to do to a table, validated without touching it (operators check it when a DAG is parsed).
+
+    :param optimize: compact small files (OPTIMIZE).
+    :param z_order_by: column or columns to Z-order by; the OPTIMIZE then clusters rows by them.
+    :param vacuum: delete files no version within the retention needs (VACUUM).
+    :param retention_hours: VACUUM's retention; default: the table's ``delta.deletedFileRetentionDuration``.
+    :param force: allow a retention below the table's configured one.
+    :param checkpoint: write a checkpoint of the table's log at its latest version.
+    """
+
+    optimize: bool = True
+    z_order_by: Any = ()
+    vacuum: bool = False
+    retention_hours: float | None = None
+    force: bool = False
+    checkpoint: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("optimize", "vacuum", "force", "checkpoint"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, f"must be true or false, got {getattr(self, name)!r}")
+        object.__setattr__(self, "z_order_by", key_tuple("z_order_by", self.z_order_by or None))
+        if self.z_order_by and not self.optimize:
+            raise ConfigError("z_order_by", "Z-ordering is done by OPTIMIZE; set optimize=True")
+        if self.retention_hours is not None:
+            hours = self.retention_hours
+            if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not math.isfinite(hours):
+                raise ConfigError("retention_hours", f"{hours!r} must be a number of hours")
+            if hours < 0:
+                raise ConfigError("retention_hours", f"{hours!r} must not be negative")
+            if not self.vacuum:
+                raise ConfigError("retention_hours", "is VACUUM's retention; set vacuum=True")
+        if self.force and not self.vacuum:
+            raise ConfigError("force", "only lets VACUUM go below the table's retention; set vacuum=True")
+        if not (self.optimize or self.vacuum or self.checkpoint):
+            raise ConfigError("optimize", "nothing to do: set optimize, vacuum or checkpoint")
+
+
+def maintain_table(
+    dataset: str,
+    table_name: str,
+    *,
+    optimize: bool = True,
+    z_order_by: str | Sequence[str] | None = None,
+    vacuum: bool = False,
+    retention_hours: float | None = None,
+    force: bool = False,
+    checkpoint: bool = False,
+    naming: str = "snake_case",
+    backend: str = "auto",
+    spark: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run the chosen maintenance on ``<dataset>/<table_name>``, in the order OPTIMIZE, VACUUM, checkpoint.
+
+    ``backend`` "delta-rs" needs no Spark; "delta-spark" runs Delta's own commands in ``spark``; "auto"
+    takes delta-spark when ``spark`` is given and Delta's classes load in it, else delta-rs.
+    ``storage_options`` go to delta-rs for object stores. Returns JSON-only metrics under Delta's names:
+    ``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes`` (OPTIMIZE),
+    ``numDeletedFiles`` and ``retentionHours`` (VACUUM), ``checkpointVersion``, and ``table``,
+    ``writer``, ``operations`` and ``table_version`` (the version after the maintenance).
+    """
+    options = MaintenanceOptions(optimize, z_order_by, vacuum, retention_hours, force, checkpoint)
+    normalize = naming_convention(naming)
+    name = normalize(check_table_name(table_name))
+    table = _open_table(table_path(check_dataset(dataset), name), backend, spark, storage_options)
+    retention = vacuum_retention(options, table.configuration(), table.path) if options.vacuum else None
+    z_order = _z_order_columns([normalize(c) for c in options.z_order_by], table)
+    metrics: dict[str, Any] = {"table": name, "writer": table.writer, "operations": []}
+    if options.optimize:
+        metrics.update(_optimize(table, z_order))
+        metrics["operations"].append("z-order" if z_order else "compaction")
+    if options.vacuum:
+        metrics.update(numDeletedFiles=table.vacuum(retention, options.force), retentionHours=retention)
+        metrics["operations"].append("vacuum")
+    if options.checkpoint:
+        metrics["checkpointVersion"] = table.checkpoint()
+        metrics["operations"].append("checkpoint")
+    metrics["table_version"] = table.version()
+    log.info("maintenance of %s with %s: %s", table.path, table.writer, metrics)
+    return metrics
+
+
+def vacuum_retention(options: MaintenanceOptions, configuration: Mapping[str, str], path: str) -> int:
+    """VACUUM's retention in whole hours (rounded up, as delta-rs takes it); below the table's configured
+    retention only with force=True."""
+    configured = retention_hours_of(configuration)
+    hours = float(options.retention_hours) if options.retention_hours is not None else configured
+    if hours < configured and not options.force:
+        raise ConfigError(
+            "retention_hours",
+            f"{hours:g} hours is below the {configured:g} hours of {RETENTION_PROPERTY} of table {path}: "
+            "VACUUM could delete files that readers of older versions, or a load still writing, need. "
+            f"Nothing was changed. Keep at least {configured:g} hours, or pass force=True.",
+        )
+    return math.ceil(hours)
+
+
+def retention_hours_of(configuration: Mapping[str, str]) -> float:
+    """The table's ``delta.deletedFileRetentionDuration`` (e.g. "interval 7 days") in hours."""
+    text = configuration.get(RETENTION_PROPERTY)
+    if not text:
+        return DEFAULT_RETENTION_HOURS
+    body = text.strip().lower().removeprefix("interval").strip()
+    parts = _DURATION_PART.findall(body)
+    if not parts or _DURATION_PART.sub("", body).strip() or any(u not in _HOURS_PER_UNIT for _, u in parts):
+        raise ConfigError(
+            "retention_hours",
+            f"the table's {RETENTION_PROPERTY} {text!r} is not a duration such as 'interval 7 days'; "
+            "fix the table property",
+        )
+    return sum(float(amount) * _HOURS_PER_UNIT[unit] for amount, unit in parts)
+
+
+def optimize_metrics(raw: Mapping[str, Any]) -> dict[str, int]:
+    """OPTIMIZE's metrics (delta-rs: sizes as JSON text; Delta: nested structs) under Delta's commit names."""
+    added, removed = _mapping(raw.get("filesAdded")), _mapping(raw.get("filesRemoved"))
+    return {
+        "numAddedFiles": int(raw.get("numFilesAdded") or 0),
+        "numRemovedFiles": int(raw.get("numFilesRemoved") or 0),
+        "numAddedBytes": int(added.get("totalSize") or 0),
+        "numRemovedBytes": int(removed.get("totalSize") or 0),
+    }
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if isinstance(value, str):
+        return json.loads(value)
+    return value or {}
+
+
+def _z_order_columns(columns: list[str], table) -> list[str]:
+    """Z-order columns as stored; each must be a table column that is not a partition column."""
+    present, partitions = table.columns(), table.partition_columns()
+    for column in columns:
+        if column not in present:
+            raise ConfigError(
+                "z_order_by", f"{column!r} is not a column of {table.path}; columns: {', '.join(present)}"
+            )
+        if column in partitions:
+            raise ConfigError(
+                "z_order_by", f"{column!r} partitions {table.path}; Z-order by columns within partitions"
+            )
+    return columns
+
+
+def _optimize(table, z_order: list[str]) -> dict[str, int]:
+    """OPTIMIZE, planned again on the new version when a concurrent commit rewrote files it read."""
+    attempt = 1
+    while True:
+        try:
+            return optimize_metrics(table.optimize(z_order))
+        except table.conflicts as conflict:
+            if attempt == OPTIMIZE_ATTEMPTS:
+                raise ConflictError(
+                    f"OPTIMIZE of {table.path} lost to concurrent commits {OPTIMIZE_ATTEMPTS} times; it "
+                    "changed nothing. Run it again when fewer loads write to the table."
+                ) from conflict
+            attempt += 1
+            log.warning("OPTIMIZE of %s: %s; planning again (attempt %d)", table.path, conflict, attempt)
+            time.sleep(0.2 * attempt)
+
+
+def _open_table(path: str, backend: str, spark: Any, storage_options: Mapping[str, str] | None):
+    """The table with the engine of the chosen backend; ConfigError when there is no table."""
+    from .selection import select_writer
+
+    choice("backend", backend, BACKENDS)
+    if spark is None:
+        if backend == "delta-spark":
+            raise ConfigError("backend", "'delta-spark' runs Delta's commands in a Spark session: pass spark")
+        return _DeltaRsTable(path, storage_options)
+    if select_writer(backend, spark).name == "delta-spark":
+        return _DeltaSparkTable(path, spark)
+    return _DeltaRsTable(path, storage_options)
+
+
+def _missing(path: str) -> ConfigError:
+    return ConfigError("table_name", f"there is no Delta table at {path}; load it before maintaining it")
+
+
+class _DeltaRsTable:
+    """Maintenance with delta-rs, from this process: no Spark needed."""
+
+    writer = "delta-rs"
+
+    def __init__(self, path: str, storage_options: Mapping[str, str] | None) -> None:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+        self.path, self.conflicts = path, CommitFailedError
+        self._storage_options = dict(storage_options or {}) or None
+        try:
+            self._table = DeltaTable(path, storage_options=self._storage_options)
+        except TableNotFoundError:
+            raise _missing(path) from None
+
+    def configuration(self) -> dict[str, str]:
+        return dict(self._table.metadata().configuration or {})
+
+    def partition_columns(self) -> list[str]:
+        return list(self._table.metadata().partition_columns)
+
+    def columns(self) -> list[str]:
+        return [field.name for field in self._table.schema().fields]
+
+    def version(self) -> int:
+        self._table.update_incremental()
+        return self._table.version()
+
+    def optimize(self, z_order: list[str]) -> dict[str, Any]:
+        self._table.update_incremental()  # plan on the latest version, also when trying again
+        if z_order:
+            return self._table.optimize.z_order(z_order)
+        return self._table.optimize.compact()
+
+    def vacuum(self, retention_hours: int, force: bool) -> int:
+        deleted = self._table.vacuum(
+            retention_hours=retention_hours, dry_run=False, enforce_retention_duration=not force
+        )
+        return len(deleted)
+
+    def checkpoint(self) -> int:
+        self._table.update_incremental()
+        self._table.create_checkpoint()
+        return self._table.version()
+
+
+class _DeltaSparkTable:
+    """Maintenance with Delta's own commands in a Spark session that has Delta's classes.
+
+    Checkpoints are written with delta-rs: the delta-spark Python API has no checkpoint call, and a
+    checkpoint is a file of the Delta protocol that either engine reads.
+    """
+
+    writer = "delta-spark"
+
+    def __init__(self, path: str, spark: Any) -> None:
+        from delta.tables import DeltaTable
+
+        from .delta_spark import _delta_conflicts
+
+        if not DeltaTable.isDeltaTable(spark, path):
+            raise _missing(path)
+        self.path, self.spark, self.conflicts = path, spark, _delta_conflicts()
+        self._table = DeltaTable.forPath(spark, path)
+        detail = self._table.detail().select("properties", "partitionColumns").first()
+        self._properties, self._partitions = (
+            dict(detail["properties"] or {}),
+            list(detail["partitionColumns"]),
+        )
+
+    def configuration(self) -> dict[str, str]:
+        return self._properties
+
+    def partition_columns(self) -> list[str]:
+        return self._partitions
+
+    def columns(self) -> list[str]:
+        return list(self._table.toDF().columns)
+
+    def version(self) -> int:
+        return int(self._table.history(1).select("version").first()[0])
+
+    def optimize(self, z_order: list[str]) -> dict[str, Any]:
+        builder = self._table.optimize()
+        result = builder.executeZOrderBy(*z_order) if z_order else builder.executeCompaction()
+        return result.select("metrics").first()["metrics"].asDict(recursive=True)
+
+    def vacuum(self, retention_hours: int, force: bool) -> int:
+        from .delta_spark import session_conf
+
+        before = self.version()
+        conf = {**VACUUM_CONF, **({RETENTION_CHECK_CONF: "false"} if force else {})}
+        with session_conf(self.spark, conf):
+            self._table.vacuum(float(retention_hours))
+        newer = self.version() - before
+        ended = self._table.history(newer).where("operation = 'VACUUM END'") if newer > 0 else None
+        row = ended.select("operationMetrics").first() if ended is not None else None
+        return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0)) if row is not None else 0
+
+    def checkpoint(self) -> int:
+        from deltalake import DeltaTable
+
+        table = DeltaTable(self.path)
+        table.create_checkpoint()
+        return table.version()
