@@ -3,25 +3,28 @@ spark-submit, Spark Connect). This module never imports Airflow.
 
 1. request   the arguments, validated once (`spec.request.LoadRequest`)
 2. store     `_dlt_loads` and `_dlt_pipeline_state` read once; commits that landed unrecorded are
-             recorded; a retry whose earlier attempt committed, or a load id loaded before, returns
+             recorded; a retry whose earlier attempt committed, or a load id loaded before, returns;
+             a cursor state the state table lost is taken from the table's commits
 3. window    the incremental window, from the run and the stored cursor state
 4. extract   the batch as a DataFrame, cut to the window
 5. stage     keys checked, deduplicated, flagged, system columns, computed once
 6. plan      against the table as it is now: exactly one commit
 7. commit    the writer makes it, carrying the load id, window and new cursor state
 8. record    the state row, then the `_dlt_loads` row
-A commit that loses to another writer is planned again on the new version (steps 6-8).
+A commit that loses to another writer is planned again on the new version (steps 6-8), up to
+COMMIT_ATTEMPTS times in all, after a randomised, growing pause (see `_backoff`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .delta import store
+from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.selection import select_writer
 from .delta.writer import CommitRequest
@@ -35,12 +38,18 @@ from .spark.stage import shape_source, stage_batch
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from .spec.naming import naming_convention
 from .spec.request import LoadRequest
-from .spec.run import new_load_id, txn_version
+from .spec.run import app_id, new_load_id, txn_version
 from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
 
 log = logging.getLogger(__name__)
 
-COMMIT_ATTEMPTS = 4  # another writer committed first: plan again on the new version, this many times in all
+# Another writer committed first: plan again on the new version, up to this many attempts in all. Each
+# failed attempt of a load was beaten by a different commit (one that landed after the load's newest
+# snapshot), so N loads committing to one table at the same moment all land within N attempts: this bound
+# covers a dozen. The pauses between attempts grow and are random (`_backoff`), to spread them out.
+COMMIT_ATTEMPTS = 12
+_BACKOFF_SECONDS = 0.2  # the longest pause before the second attempt; it doubles with each attempt
+_BACKOFF_LIMIT_SECONDS = 5.0
 
 
 def checkpoint(step: str) -> None:
@@ -89,7 +98,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps = StepLog(request.table)
     writer = select_writer(request.backend, spark)
     stored = store.StoreSnapshot.read(request.dataset)
-    recovered = store.record_unrecorded_loads(stored, request, writer)
+    commits = recovery.recent_commits(request, writer)
+    recovered = recovery.record_unrecorded_loads(stored, request, commits)
     steps.step(
         "store",
         "%d loads recorded in %s; %d committed unrecorded",
@@ -102,7 +112,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         return finished
     table = writer.snapshot(spark, request.table_path)
     load_id = request.load_id or new_load_id(after=stored.newest_load_id())
-    opened = open_load_window(request, table, stored.latest_state(request.pipeline, request.table))
+    opened = open_load_window(request, table, _cursor_state(request, stored, commits))
     checkpoint("extract")
     batch = _extract(spark, data, request, opened.window if opened else None)
     steps.step("source", "%s", describe_source(request.source, data))
@@ -129,15 +139,33 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
             if attempt == COMMIT_ATTEMPTS:
                 raise
             attempt += 1
+            pause = _backoff(attempt)
             log.warning(
-                "load %s: %s; planning again on the new version (attempt %d of %d)",
+                "load %s: %s; planning again on the new version in %.1f s (attempt %d of %d)",
                 load_id,
                 conflict,
+                pause,
                 attempt,
                 COMMIT_ATTEMPTS,
             )
-            time.sleep(0.2 * attempt)
+            time.sleep(pause)
             table = writer.snapshot(spark, request.table_path)
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before `attempt` (2, 3, ...): up to a limit that doubles with each attempt, at
+    least half of it, the rest random, so that loads which collided do not collide again in step."""
+    limit = min(_BACKOFF_LIMIT_SECONDS, _BACKOFF_SECONDS * 2 ** (attempt - 2))
+    return random.uniform(limit / 2, limit)
+
+
+def _cursor_state(request: LoadRequest, stored: store.StoreSnapshot, commits) -> dict | None:
+    """The table's stored cursor state, for an incremental load that starts from it (a replace load
+    starts from initial_value every time); rebuilt from the table's commits where the state table lost
+    it, refused where it is lost and earlier incremental loads are recorded (`recovery.cursor_state`)."""
+    if request.cursor is None or request.disposition.disposition == "replace":
+        return None
+    return recovery.cursor_state(stored, request.pipeline, request.table, commits)
 
 
 @dataclass(frozen=True)
@@ -179,11 +207,12 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     )
     source = shape_source(staged.df, plan, target_keys)
     metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
-    commit = CommitRequest(load_id, request.app_id, txn_version(load_id), metadata)
+    stream = app_id(request.pipeline, request.table, request.run, load_id)
+    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata)
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
-    if result.already_applied:  # a concurrent submission of the same load id committed first
-        return _applied_by_another(request, writer, load_id)
+    if result.already_applied:  # this load id committed already: see _applied_by_another
+        return _applied_by_another(request, writer, load_id, stream)
     checkpoint("after_commit")
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
@@ -223,14 +252,16 @@ def _write_record(write, stored: store.StoreSnapshot, record: store.LoadRecord, 
         raise LoadNotRecordedError(path, record.load_id, table_path, record.table_version, problem) from exc
 
 
-def _applied_by_another(request: LoadRequest, writer, load_id: str) -> LoadInfo:
-    """The load id committed in another process meanwhile: read the store again and return that load."""
+def _applied_by_another(request: LoadRequest, writer, load_id: str, stream: str) -> LoadInfo:
+    """The load id committed already: a concurrent submission of it, or this load's own earlier attempt,
+    whose commit landed although the writer then reported a conflict. Read the store again (recording the
+    commit if nobody has) and return that load."""
     stored = store.StoreSnapshot.read(request.dataset)
-    store.record_unrecorded_loads(stored, request, writer)
-    loaded = _already_loaded(request, stored)
+    recovery.record_unrecorded_loads(stored, request, recovery.recent_commits(request, writer))
+    loaded = _loaded_before(request, stored, load_id)
     if loaded is None:
         raise ConflictError(
-            f"Delta skipped load {load_id} as already applied (txn {request.app_id}) but no commit of it "
+            f"Delta skipped load {load_id} as already applied (txn {stream}) but no commit of it "
             f"is in the history of {request.table_path}; nothing was written. Retry the load."
         )
     return loaded
@@ -260,20 +291,20 @@ def _finish_interrupted_attempt(request: LoadRequest, recovered: list[store.Load
 
 def _already_loaded(request: LoadRequest, stored: store.StoreSnapshot) -> LoadInfo | None:
     """A request naming a load id that was loaded before returns that load: submissions are idempotent."""
-    row = stored.load(request.load_id) if request.load_id is not None else None
+    return _loaded_before(request, stored, request.load_id) if request.load_id is not None else None
+
+
+def _loaded_before(request: LoadRequest, stored: store.StoreSnapshot, load_id: str) -> LoadInfo | None:
+    row = stored.load(load_id)
     if row is None:
         return None
-    log.warning(
-        "load %s was already loaded into %s; nothing is applied again", request.load_id, request.table_path
-    )
+    log.warning("load %s was already loaded into %s; nothing is applied again", load_id, request.table_path)
     window = (
         {"start": row["window_start"], "end": row["window_end"]}
         if row["window_start"] or row["window_end"]
         else None
     )
-    return LoadInfo(
-        request.load_id, request.table_path, request.table, row["table_version"], row["metrics"], window
-    )
+    return LoadInfo(load_id, request.table_path, request.table, row["table_version"], row["metrics"], window)
 
 
 def _extract(spark, data, request: LoadRequest, window):

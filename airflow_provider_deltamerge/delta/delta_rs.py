@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import random
+import time
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -35,7 +37,8 @@ log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
 
 APPLIED_SEARCH_DEPTH = 50  # commits searched for a load id whose txn version the table has recorded
-_HISTORY_READ_ATTEMPTS = 5
+_HISTORY_READ_ATTEMPTS = 10
+_HISTORY_READ_PAUSE_SECONDS = 0.05  # the longest pause after the first unsteady read; it grows with each
 
 
 class DataFusionDialect:
@@ -237,9 +240,10 @@ def _history(table: DeltaTable, limit: int | None = None, after: int = -1) -> li
 
     delta-rs reads the commits from the log as it is now but numbers them from the version the table
     object holds, so the table is brought up to date before the read and checked after it: a commit
-    landing in between would shift every number.
+    landing in between would shift every number. Concurrent loads commit in bursts, so an unsteady read is
+    tried again after a short random pause, which outlasts a burst.
     """
-    for _ in range(_HISTORY_READ_ATTEMPTS):
+    for attempt in range(1, _HISTORY_READ_ATTEMPTS + 1):
         table.update_incremental()
         latest = table.version()
         count = latest - after if limit is None else min(limit, latest - after)
@@ -247,6 +251,7 @@ def _history(table: DeltaTable, limit: int | None = None, after: int = -1) -> li
         table.update_incremental()
         if table.version() == latest:
             return entries
+        time.sleep(random.uniform(0, _HISTORY_READ_PAUSE_SECONDS * attempt))
     raise ConflictError(
         f"table {table.table_uri} changed during each of {_HISTORY_READ_ATTEMPTS} reads of its history "
         "while other writers committed to it; retry the load."

@@ -188,13 +188,15 @@ class DeltaSparkWriter:
 
         ref = TableRef.parse(path)
         read_version = snapshot.version if snapshot is not None else -1
-        if snapshot is not None and plan.operation is not Operation.WRITE:
-            _require_unchanged(DeltaTable, spark, ref, read_version)
         merging = plan.operation is Operation.MERGE
         files_removed, rows_deleted = (None, None) if merging else _overwritten_counts(spark, snapshot, plan)
         conflicts = _delta_conflicts()  # importing them before the commit lets pyspark raise them
         try:
             with session_conf(spark, commit_session_conf(plan, request)):
+                # Checked inside `session_conf`, which lets this process commit once at a time: a load
+                # of another thread that committed while this one waited has made its plan stale.
+                if snapshot is not None and plan.operation is not Operation.WRITE:
+                    _require_unchanged(DeltaTable, spark, ref, read_version)
                 if merging:
                     merge_builder(load_table(DeltaTable, spark, ref), source, plan).execute()
                 else:

@@ -3,8 +3,10 @@
 Both are Delta tables beside the data, written with delta-rs from the driver whatever the data writer.
 A load reads both ONCE, at its start, into a `StoreSnapshot` that the rest of the load is handed; the
 writes below keep that snapshot current. The target table's commit is the source of truth and these
-tables index it: a load whose commit landed but whose rows here were not written is recorded from the
-commit's metadata (`record_unrecorded_loads`), so nothing is applied twice.
+tables index it: every data commit carries its load's metadata and new cursor state, so a load whose
+commit landed but whose rows here were not written is recorded from its commit
+(`record_unrecorded_loads`), and a cursor state missing here is taken from the commits (`cursor_state`).
+Both use the one read of the table's recent history a load makes (`recent_commits`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,10 +36,10 @@ log = logging.getLogger(__name__)
 LOADS_TABLE = "_dlt_loads"
 STATE_TABLE = "_dlt_pipeline_state"
 STATE_ENGINE_VERSION = 1
-HISTORY_DEPTH = 25  # commits of a table looked at for unrecorded loads: a crash is mended by the next load
-_WRITE_ATTEMPTS = 5
-_APPENDED_SEARCH_DEPTH = 50  # commits of a state table searched for an append right after making it
-_RECORD_KEY = "deltamerge.record"  # commit metadata of a state-table append: the load id it records
+HISTORY_DEPTH = 25  # commits of a table looked at for unrecorded loads and a lost cursor state
+_WRITE_ATTEMPTS = 10
+_WRITTEN_SEARCH_DEPTH = 50  # commits of a state table searched for a row's commit right after making it
+_RECORD_KEY = "deltamerge.record"  # commit metadata of a state-table write: the load id it records
 
 LOADS_SCHEMA = pa.schema(
     [
@@ -91,7 +94,8 @@ def read_table(path: str) -> list[dict[str, Any]]:
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StoreError(path, "is a file, where this dataset keeps a Delta table; move the file away")
     try:
-        return DeltaTable(path).to_pyarrow_table().to_pylist()
+        # One thread: deltalake 1.6's threaded to_pyarrow_table() can abort the process at exit.
+        return DeltaTable(path).to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
     except TableNotFoundError:
         if local is not None and os.path.isdir(local) and os.listdir(local):
             raise StoreError(path, "holds files but no Delta table (no _delta_log); move them away") from None
@@ -111,7 +115,7 @@ class StoreSnapshot:
         return cls(
             dataset,
             _parsed_loads(read_table(table_path(dataset, LOADS_TABLE))),
-            read_table(_state_path(dataset)),
+            read_table(state_path(dataset)),
         )
 
     def loads_of(self, pipeline_name: str | None = None, table_name: str | None = None) -> list[dict]:
@@ -133,6 +137,10 @@ class StoreSnapshot:
 
     def latest_state(self, pipeline_name: str, table_name: str) -> dict | None:
         """The newest stored state of a table whose load completed (has a `_dlt_loads` row)."""
+        row = self.latest_state_row(pipeline_name, table_name)
+        return json.loads(row["state"]) if row is not None else None
+
+    def latest_state_row(self, pipeline_name: str, table_name: str) -> dict | None:
         completed = {r["load_id"] for r in self.loads_of(pipeline_name, table_name)}
         rows = [
             r
@@ -141,9 +149,7 @@ class StoreSnapshot:
             and r["table_name"] == table_name
             and r[LOAD_ID] in completed
         ]
-        if not rows:
-            return None
-        return json.loads(max(rows, key=lambda r: float(r[LOAD_ID]))["state"])
+        return max(rows, key=lambda r: float(r[LOAD_ID]), default=None)
 
 
 def _parsed_loads(rows: list[dict]) -> list[dict]:
@@ -151,7 +157,7 @@ def _parsed_loads(rows: list[dict]) -> list[dict]:
     return sorted(parsed, key=lambda r: float(r["load_id"]))
 
 
-def _state_path(dataset: str) -> str:
+def state_path(dataset: str) -> str:
     return table_path(dataset, STATE_TABLE)
 
 
@@ -181,27 +187,29 @@ def read_commits(table_path: str, limit: int | None = None) -> list[LoggedCommit
 # -- writing: the state row, then the `_dlt_loads` row that completes the load ----------------------------
 
 
-def record_load(snapshot: StoreSnapshot, record: LoadRecord) -> None:
+def record_load(snapshot: StoreSnapshot, record: LoadRecord, *, replace: bool = True) -> None:
     """Both rows of a load; idempotent (a recorded load is left alone, a state row is not repeated)."""
-    write_state_row(snapshot, record)
-    write_load_row(snapshot, record)
+    write_state_row(snapshot, record, replace=replace)
+    write_load_row(snapshot, record, replace=replace)
 
 
-def write_state_row(snapshot: StoreSnapshot, record: LoadRecord) -> None:
-    """The load's new cursor state, unless it has none, is recorded, or has its state row already."""
+def write_state_row(snapshot: StoreSnapshot, record: LoadRecord, *, replace: bool = True) -> None:
+    """The load's new cursor state, unless it has none, is recorded, or has its state row already.
+    `replace`: see `_write_row`."""
     if record.state is None or snapshot.load(record.load_id) or snapshot.has_state_row(record.load_id):
         return
     row = _state_row(record, datetime.now(timezone.utc))
-    _append(_state_path(snapshot.dataset), STATE_SCHEMA, row, record.load_id)
+    _write_row(state_path(snapshot.dataset), STATE_SCHEMA, row, LOAD_ID, replace=replace)
     snapshot.state_rows.append(row)
 
 
-def write_load_row(snapshot: StoreSnapshot, record: LoadRecord) -> None:
-    """The `_dlt_loads` row that completes the load, unless the load is recorded already."""
+def write_load_row(snapshot: StoreSnapshot, record: LoadRecord, *, replace: bool = True) -> None:
+    """The `_dlt_loads` row that completes the load, unless the load is recorded already.
+    `replace`: see `_write_row`."""
     if snapshot.load(record.load_id) is not None:
         return
     row = _loads_row(record, datetime.now(timezone.utc))
-    _append(table_path(snapshot.dataset, LOADS_TABLE), LOADS_SCHEMA, row, record.load_id)
+    _write_row(table_path(snapshot.dataset, LOADS_TABLE), LOADS_SCHEMA, row, "load_id", replace=replace)
     snapshot.loads.append({**row, "metrics": record.metrics})
     snapshot.loads.sort(key=lambda r: float(r["load_id"]))
 
@@ -244,83 +252,76 @@ def _text(value) -> str | None:
     return None if value is None else str(value)
 
 
-def _append(path: str, schema: pa.Schema, row: dict, load_id: str) -> None:
-    """Append one row, until its commit is seen in the table's log: concurrent loads append too, and two
-    writers creating the table at the same moment can both believe they wrote its first version."""
+def _write_row(path: str, schema: pa.Schema, row: dict, key: str, *, replace: bool) -> None:
+    """Write a load's one row into a state table so that the table holds it exactly once, however many
+    loads write it at the same moment.
+
+    Two loads do write the same record: a load records from its commit every commit of its table that it
+    finds unrecorded, and it cannot tell a load whose job died after its commit from one that is about to
+    record itself (nothing records that a job is alive, and any age limit would be a guess). So instead of
+    deciding who writes, each write is idempotent. The row replaces whatever rows the table holds for the
+    load (a Delta overwrite with the predicate `key = load id`), committed against the version it was
+    planned on: Delta's conflict check refuses it when a concurrent commit added a row of the same load
+    since, and it is planned again; rows of other loads (other values, told apart by the files'
+    statistics) do not conflict. A load's own record (`replace`) replaces a copy another load wrote from
+    its commit, and so keeps the metrics of the commit as it ran; a record rebuilt from a commit
+    (`replace=False`) is written only where the load has no row yet. The commit is then looked for in the
+    table's log: two writers creating a table at the same moment can both believe they wrote its first
+    version.
+    """
     data = pa.Table.from_pylist([row], schema=schema)
+    load_id = row[key]
     properties = CommitProperties(custom_metadata={_RECORD_KEY: load_id})
     for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
-            if DeltaTable.is_deltatable(path):
-                write_deltalake(path, data, mode="append", commit_properties=properties)
-            else:
-                with creation_lock(path):
-                    write_deltalake(path, data, mode="append", commit_properties=properties)
-            if _appended(path, load_id):
+            table = _open_or_create(path, data, properties)
+            if table is not None:
+                if not replace and _holds_row(table, key, load_id):
+                    return
+                write_deltalake(
+                    table,
+                    data,
+                    mode="overwrite",
+                    predicate=_equals(key, load_id),
+                    commit_properties=properties,
+                )
+            if _written(path, load_id):
                 return
-            log.warning("rows appended to %s were lost to a concurrent writer; appending again", path)
+            log.warning("a row written to %s was lost to a concurrent writer; writing it again", path)
         except CommitFailedError:
-            log.info("state table %s changed during the append; retrying (%d)", path, attempt)
-        time.sleep(0.1 * attempt)
+            log.info("%s changed while load %s's row was written; writing again (%d)", path, load_id, attempt)
+        time.sleep(random.uniform(0.05, 0.1 * attempt))  # apart from the loads it collided with
     raise ConflictError(
-        f"could not append to {path} in {_WRITE_ATTEMPTS} attempts while other loads wrote to it"
+        f"could not write the row of load {load_id} to {path} in {_WRITE_ATTEMPTS} attempts while other "
+        "loads wrote to it; retry the load, which records it from its commit"
     )
 
 
-def _appended(path: str, load_id: str) -> bool:
-    return any(e.get(_RECORD_KEY) == load_id for e in DeltaTable(path).history(_APPENDED_SEARCH_DEPTH))
+def _open_or_create(path: str, data: pa.Table, properties: CommitProperties) -> DeltaTable | None:
+    """The table as of now; None after creating it with `data` as its first row, under the creation lock."""
+    try:
+        return DeltaTable(path)
+    except TableNotFoundError:
+        pass
+    with creation_lock(path):
+        try:
+            return DeltaTable(path)
+        except TableNotFoundError:
+            write_deltalake(path, data, mode="append", commit_properties=properties)
+            return None
 
 
-# -- recovery: loads whose commit landed but whose rows here were never written ---------------------------
+def _written(path: str, load_id: str) -> bool:
+    """Whether a commit writing the load's row is among the table's newest."""
+    return any(e.get(_RECORD_KEY) == load_id for e in DeltaTable(path).history(_WRITTEN_SEARCH_DEPTH))
 
 
-def record_unrecorded_loads(snapshot: StoreSnapshot, request, writer) -> list[LoadRecord]:
-    """Record every recent commit of this pipeline's loads of the request's table that the snapshot
-    lacks; return those records. `request` is a LoadRequest, `writer` the load's Delta writer."""
-    commits = [
-        c
-        for c in writer.history(request.table_path, HISTORY_DEPTH)
-        if c.metadata.get("load_id") and c.metadata.get("pipeline") == request.pipeline
-    ]
-    recorded = {r["load_id"] for r in snapshot.loads_of(request.pipeline, request.table)}
-    completed = []
-    for commit in sorted(commits, key=lambda c: c.version):
-        if commit.metadata["load_id"] in recorded:
-            continue
-        log.warning(
-            "load %s committed version %s of %s but was not recorded (the job stopped after its commit); "
-            "recording it now, nothing is applied again",
-            commit.metadata["load_id"],
-            commit.version,
-            request.table_path,
-        )
-        record = record_from_commit(commit)
-        record_load(snapshot, record)
-        completed.append(record)
-    return completed
+def _equals(column: str, text: str) -> str:
+    """A delta-rs (DataFusion SQL) predicate: the column equals the text."""
+    quoted = text.replace("'", "''")
+    return f"\"{column}\" = '{quoted}'"
 
 
-def record_from_commit(commit) -> LoadRecord:
-    meta = commit.metadata
-    window = meta.get("window") or None
-    metrics = {
-        **commit.metrics,
-        "load_id": meta["load_id"],
-        "table": meta.get("table"),
-        "table_version": commit.version,
-        "rows_extracted": meta.get("rows_extracted"),
-        "rows_staged": meta.get("rows_staged"),
-        "writer": meta.get("writer"),
-        "window_start": (window or {}).get("start"),
-        "window_end": (window or {}).get("end"),
-    }
-    return LoadRecord(
-        load_id=meta["load_id"],
-        pipeline_name=meta.get("pipeline"),
-        table_name=meta.get("table"),
-        table_version=commit.version,
-        metrics=metrics,
-        window=window,
-        run=meta.get("run") or {},
-        state=meta.get("state"),
-    )
+def _holds_row(table: DeltaTable, key: str, load_id: str) -> bool:
+    """Whether the table version holds a row of the load: one column, files pruned by their statistics."""
+    return table.to_pyarrow_table(columns=[key], filters=[(key, "=", load_id)]).num_rows > 0

@@ -49,7 +49,7 @@ class CommitRequest:
     """What a commit carries besides its data: the load's identity and its metadata."""
 
     load_id: str
-    app_id: str  # one per pipeline and table; its txn version only grows
+    app_id: str  # the txn stream (spec.run.app_id): the Airflow task run, or outside Airflow the load
     txn_version: int
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
 

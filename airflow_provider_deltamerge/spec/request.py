@@ -32,7 +32,7 @@ from .options import (
     resolve_hints,
     validate_disposition,
 )
-from .run import RunContext, app_id
+from .run import RunContext
 from .sources import parse_source
 
 FORMAT_VERSION = 1
@@ -260,11 +260,6 @@ class LoadRequest:
     @property
     def table_uri(self) -> str:
         return table_uri(self.dataset, self.table_name, self.naming)
-
-    @property
-    def app_id(self) -> str:
-        """The Delta txn application id of this load's stream of commits (see `run.app_id`)."""
-        return app_id(self.pipeline, self.table, self.run)
 
     def with_load_id(self, load_id: str) -> LoadRequest:
         return dataclasses.replace(self, load_id=load_id)

@@ -92,17 +92,21 @@ def _check_field(name: str, value: Any) -> None:
         )
 
 
-def app_id(pipeline_name: str, table_name: str, run: RunContext) -> str:
-    """The Delta txn application id of a load's stream of commits.
+def app_id(pipeline_name: str, table_name: str, run: RunContext, load_id: str | None = None) -> str:
+    """The Delta txn application id of a load's stream of commits; `load_id` is the load's.
 
-    Delta treats txn versions as a high-water mark per application, so the id names a stream whose
-    loads run one after another: one Airflow task run (its retries reuse it), or the pipeline's table
-    outside Airflow. Loads of different task runs may then commit in any order.
+    Delta treats txn versions (the load id as a number, `txn_version`) as a high-water mark per
+    application, and fails a commit when another commit of the same application landed concurrently, so
+    an id names a stream whose loads run one after another. In Airflow that is one task run, whose
+    retries reuse the id. Outside Airflow nothing tells which loads run one after another, and loads of
+    one table may run at the same time, so each load is a stream of its own, named by its load id: a
+    resubmission of the same load id shares it and is seen as applied, while different loads never
+    collide on it. Without a load id this is the pipeline's table, the prefix every stream shares.
     """
     stream = f"deltamerge:{pipeline_name}:{table_name}"
-    if run.dag_id is None:
-        return stream
-    return f"{stream}:{run.dag_id}:{run.task_id}:{run.map_index}:{run.run_id}"
+    if run.dag_id is not None:
+        return f"{stream}:{run.dag_id}:{run.task_id}:{run.map_index}:{run.run_id}"
+    return stream if load_id is None else f"{stream}:load:{load_id}"
 
 
 _clock_lock = threading.Lock()

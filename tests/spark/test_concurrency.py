@@ -1,0 +1,247 @@
+"""Loads committing at the same time, from real threads: every load lands once, is recorded once in
+`_dlt_loads`, and its record names the version of its own commit.
+
+Concurrent loads of one table lose commits to one another, see each other's fresh commits before their
+owners have recorded them, and race to write the same records. The first tests run many loads at once
+as they come; the later ones force each recording race with a pause or a barrier, so that it happens
+every run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from airflow_provider_deltamerge import Incremental, load, run_load
+from airflow_provider_deltamerge.delta import recovery, store
+from airflow_provider_deltamerge.errors import ConflictError
+from tests.faults import InjectedFault
+from tests.helpers import read_rows
+
+pytestmark = pytest.mark.spark
+
+TABLE = "events"
+PIPELINE = "concurrent"
+WAIT_SECONDS = 120  # a bound on waiting for another thread, so that a broken test fails instead of hanging
+
+
+def batch(first_id: int, size: int = 3) -> list[dict]:
+    return [{"id": n, "batch": first_id} for n in range(first_id, first_id + size)]
+
+
+def append(spark, dataset: str, rows: list[dict], run_context: dict | None = None):
+    return run_load(
+        rows,
+        spark=spark,
+        dataset=dataset,
+        table_name=TABLE,
+        pipeline_name=PIPELINE,
+        write_disposition="append",
+        run_context=run_context,
+    )
+
+
+def upsert(spark, dataset: str, rows: list[dict]):
+    return run_load(
+        rows,
+        spark=spark,
+        dataset=dataset,
+        table_name=TABLE,
+        pipeline_name=PIPELINE,
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        primary_key="id",
+    )
+
+
+def airflow_task(number: int) -> dict:
+    """The run context of one task instance of a DAG run; each task is its own Delta txn stream."""
+    return {"dag_id": "events", "task_id": f"append_{number}", "run_id": "manual__1", "run_type": "manual"}
+
+
+def assert_recorded_once_at_own_commit(dataset: str, load_ids: list[str], rows_loaded: int) -> dict:
+    """Each load landed in exactly one commit and has exactly one `_dlt_loads` row, naming that commit's
+    version; the table holds every row once. Returns each load's commit version."""
+    assert len(set(load_ids)) == len(load_ids), "two loads got one load id"
+    commits = [c for c in store.read_commits(f"{dataset}/{TABLE}") if c.load_id is not None]
+    assert Counter(c.load_id for c in commits) == Counter(load_ids), "a load did not land exactly once"
+    version_of = {c.load_id: c.version for c in commits}
+
+    records = store.read_loads(dataset)
+    assert Counter(r["load_id"] for r in records) == Counter(load_ids), "a load is not recorded exactly once"
+    assert {r["load_id"]: r["table_version"] for r in records} == version_of
+
+    ids = [r["id"] for r in read_rows(f"{dataset}/{TABLE}")]
+    assert sorted(ids) == list(range(rows_loaded)), "a row is missing or loaded twice"
+    return version_of
+
+
+def assert_each_load_recorded_once(dataset: str, infos: list, rows_loaded: int) -> None:
+    version_of = assert_recorded_once_at_own_commit(dataset, [info.load_id for info in infos], rows_loaded)
+    assert {info.load_id: info.table_version for info in infos} == version_of
+
+
+def test_three_airflow_tasks_appending_three_times_each_record_every_load_once(spark, dataset):
+    def task(number: int) -> list:
+        first = number * 9
+        return [append(spark, dataset, batch(first + 3 * i), airflow_task(number)) for i in range(3)]
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        infos = [info for results in pool.map(task, range(3)) for info in results]
+
+    assert len(infos) == 9
+    assert_each_load_recorded_once(dataset, infos, rows_loaded=27)
+    assert {r["task_id"] for r in store.read_loads(dataset)} == {"append_0", "append_1", "append_2"}
+
+
+def test_windows_of_a_backfill_loaded_in_parallel_all_land_once(spark, dataset):
+    """Mapped backfill tasks: one window each, all at once, on a table none of them finds created."""
+    days = [datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(days=d) for d in range(4)]
+    events = [{"id": i, "ts": days[0] + timedelta(hours=6 * i)} for i in range(16)]
+
+    def load_window(start):
+        return run_load(
+            events,
+            spark=spark,
+            dataset=dataset,
+            table_name=TABLE,
+            pipeline_name=PIPELINE,
+            write_disposition="append",
+            incremental=Incremental("ts"),
+            data_interval=(start, start + timedelta(days=1)),
+            run_context={
+                "run_type": "backfill",
+                "dag_id": "events",
+                "task_id": "backfill",
+                "run_id": f"backfill__{start.date()}",
+            },
+        )
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        infos = list(pool.map(load_window, days))
+
+    assert_each_load_recorded_once(dataset, infos, rows_loaded=16)
+    assert sorted(info.table_version for info in infos) == [0, 1, 2, 3]
+    records = store.read_loads(dataset)
+    windows = sorted((r["window_start"], r["metrics"]["numTargetRowsInserted"]) for r in records)
+    assert windows == [(day.isoformat(), 4) for day in days]
+
+
+def test_loads_of_different_tables_at_once_all_get_their_load_records(spark, dataset):
+    tables = [f"table_{i}" for i in range(4)]
+
+    def load_table(table):
+        return run_load([{"id": 1}], spark=spark, dataset=dataset, table_name=table, pipeline_name=PIPELINE)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        infos = list(pool.map(load_table, tables))
+
+    records = store.read_loads(dataset)
+    assert sorted(r["table_name"] for r in records) == tables
+    assert sorted(r["load_id"] for r in records) == sorted(info.load_id for info in infos)
+    assert all(r["table_version"] == 0 for r in records)
+
+
+def test_twelve_appends_outside_airflow_at_once_all_land_once(spark, dataset, monkeypatch):
+    """Appends of different loads never conflict: each is its own txn stream, so each commits at the
+    first attempt."""
+    first = append(spark, dataset, batch(0))  # the table exists; the twelve then race on one version
+    commit_attempts = []
+    checkpoint = load.checkpoint
+
+    def count_commit_attempts(step: str) -> None:
+        if step == "commit":
+            commit_attempts.append(threading.current_thread().name)
+        checkpoint(step)
+
+    monkeypatch.setattr(load, "checkpoint", count_commit_attempts)
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        infos = list(pool.map(lambda n: append(spark, dataset, batch(3 * n)), range(1, 13)))
+
+    assert first.table_version == 0
+    assert_each_load_recorded_once(dataset, [first, *infos], rows_loaded=39)
+    assert len(commit_attempts) == 12, "appends of different loads conflicted with one another"
+
+
+def test_twelve_upserts_at_once_are_planned_again_until_all_land(spark, dataset):
+    """Merges conflict with one another (each reads the rows it may update), so all but one of each
+    round are planned again on the new version: twelve at once need more than a few attempts."""
+    first = upsert(spark, dataset, batch(0))
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        infos = list(pool.map(lambda n: upsert(spark, dataset, batch(3 * n)), range(1, 13)))
+
+    assert_each_load_recorded_once(dataset, [first, *infos], rows_loaded=39)
+
+
+def test_a_load_recorded_by_another_while_it_records_itself_is_recorded_once(spark, dataset, monkeypatch):
+    committed, recorded_by_the_other = threading.Event(), threading.Event()
+
+    def pause_after_commit(step: str) -> None:
+        if step == "after_commit" and threading.current_thread().name.startswith("paused"):
+            committed.set()
+            assert recorded_by_the_other.wait(WAIT_SECONDS)
+
+    monkeypatch.setattr(load, "checkpoint", pause_after_commit)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="paused") as pool:
+        paused = pool.submit(append, spark, dataset, batch(0), airflow_task(1))
+        assert committed.wait(WAIT_SECONDS)
+        other = append(spark, dataset, batch(3), airflow_task(2))  # finds the paused load's commit
+        assert [r["task_id"] for r in store.read_loads(dataset)] == ["append_1", "append_2"]
+        recorded_by_the_other.set()
+        first = paused.result(WAIT_SECONDS)  # now records itself
+
+    assert_each_load_recorded_once(dataset, [first, other], rows_loaded=6)
+    own_record = store.read_load(dataset, first.load_id)
+    assert own_record["metrics"] == first.metrics  # the load's own record, as the load reported it
+
+
+def test_loads_finding_one_unrecorded_commit_at_once_record_it_once(spark, dataset, monkeypatch):
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", "after_commit")  # the job stops right after its commit
+    with pytest.raises(InjectedFault):
+        append(spark, dataset, batch(0))
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+    stopped = store.read_commits(f"{dataset}/{TABLE}")[0].load_id
+    assert stopped is not None and store.read_loads(dataset) == []
+
+    # Three loads that all find the commit unrecorded, and record it only once all three have found it.
+    all_found_it = threading.Barrier(3)
+    record_from_commit = recovery.record_from_commit
+
+    def record_once_all_found_it(commit):
+        if commit.load_id == stopped:
+            all_found_it.wait(WAIT_SECONDS)
+        return record_from_commit(commit)
+
+    monkeypatch.setattr(recovery, "record_from_commit", record_once_all_found_it)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        infos = list(pool.map(lambda n: append(spark, dataset, batch(3 * n)), range(1, 4)))
+
+    version_of = assert_recorded_once_at_own_commit(
+        dataset, [stopped, *(info.load_id for info in infos)], rows_loaded=12
+    )
+    assert version_of[stopped] == 0
+    assert all(info.table_version == version_of[info.load_id] for info in infos)
+
+
+def test_a_conflict_reported_after_the_commit_landed_returns_that_commit(spark, dataset, monkeypatch):
+    """A writer can report a conflict after its commit landed (the commit was not yet seen in a log that
+    kept changing): the load is planned again, finds its own commit applied, and returns it."""
+    append(spark, dataset, batch(0))
+    reported = []
+
+    def conflict_after_the_first_commit(step: str) -> None:
+        if step == "after_commit" and not reported:
+            reported.append(step)
+            raise ConflictError("another writer changed the table while this load's commit was checked")
+
+    monkeypatch.setattr(load, "checkpoint", conflict_after_the_first_commit)
+    info = append(spark, dataset, batch(3))
+
+    assert reported and info.loaded
+    first = store.read_loads(dataset)[0]["load_id"]
+    version_of = assert_recorded_once_at_own_commit(dataset, [first, info.load_id], rows_loaded=6)
+    assert info.table_version == version_of[info.load_id] == 1
