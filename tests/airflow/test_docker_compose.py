@@ -1,5 +1,5 @@
 """docker-compose.yaml cannot run here (no Docker engine); check that it parses and is consistent with
-the project: services, the image that installs this provider at the pinned versions, the Delta jars
+the project: services, the image that installs this provider at the tested set, the Delta jars
 for that Spark, the mounted example DAGs, the shared lake volume and the Spark connection."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,8 +23,10 @@ def compose() -> dict:
 
 @pytest.fixture(scope="module")
 def pins() -> dict[str, str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return dict(re.fullmatch(r"([\w\-\[\]]+)==([\w.]+)", d).groups() for d in project["dependencies"])
+    """The tested set the image installs: constraints/tested.txt, names in their canonical form."""
+    lines = (ROOT / "constraints" / "tested.txt").read_text().splitlines()
+    pinned = (re.fullmatch(r"([\w.\-]+)==([\w.]+)", line) for line in lines if not line.startswith("#"))
+    return {re.sub(r"[-_.]+", "-", m.group(1)).lower(): m.group(2) for m in pinned if m}
 
 
 def dockerfile(compose: dict, service: str) -> str:
@@ -59,7 +60,9 @@ def test_one_image_installs_this_provider_at_the_pinned_versions(compose, pins):
         "COPY --chown=airflow:0 airflow_provider_deltamerge /opt/deltamerge/src/airflow_provider_deltamerge"
         in text
     )
-    assert 'pip install --no-cache-dir "/opt/deltamerge/src[demo]"' in text
+    assert "COPY --chown=airflow:0 constraints /opt/deltamerge/src/constraints" in text
+    assert "pip install --no-cache-dir -c /opt/deltamerge/src/constraints/tested.txt" in text
+    assert '"/opt/deltamerge/src[demo,delta-spark]"' in text
     assert "openjdk-17-jre-headless" in text
     for copied in re.findall(r"^COPY --chown=\S+ (.+) /opt/deltamerge/src/", text, re.M):
         for path in copied.split():
@@ -68,7 +71,7 @@ def test_one_image_installs_this_provider_at_the_pinned_versions(compose, pins):
 
 def test_delta_jars_match_spark_and_delta_spark_pins(compose, pins):
     text = dockerfile(compose, "spark-worker")
-    spark_minor = ".".join(pins["pyspark[connect]"].split(".")[:2])
+    spark_minor = ".".join(pins["pyspark"].split(".")[:2])
     jar = f"delta-spark_{spark_minor}_2.13-{pins['delta-spark']}.jar"
     storage = f"delta-storage-{pins['delta-spark']}.jar"
     assert f"/{jar}" in text and f"/{storage}" in text
