@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import time
 from pathlib import Path
@@ -41,6 +42,7 @@ def main() -> None:
         "--dataset", default="demo-output/lake", help="where the Delta tables go (emptied first)"
     )
     args = parser.parse_args()
+    args.dataset = os.path.abspath(args.dataset)  # a load refuses relative datasets: it may run elsewhere
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     shutil.rmtree(args.dataset, ignore_errors=True)
     Path(args.dataset).mkdir(parents=True)
