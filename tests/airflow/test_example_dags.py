@@ -4,7 +4,6 @@ of the nycflights13 source."""
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
@@ -14,7 +13,7 @@ from deltalake import DeltaTable
 from airflow_provider_deltamerge.delta.store import read_loads
 from tests.airflow_compat import register_assets
 
-from .conftest import DAGS_FOLDER, DEMO_DIR
+from .conftest import DAGS_FOLDER, DEMO_DIR, dags_folder_module
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -22,20 +21,7 @@ LAKE = f"{DEMO_DIR}/lake/nycflights13"
 SUNDAY = datetime(2013, 1, 13, tzinfo=timezone.utc)
 
 
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, DAGS_FOLDER / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-demo = _module("run_demo")
-
-
-@pytest.fixture(scope="module")
-def landed(airflow_db):
-    _module("nycflights13_landing").land(str(DEMO_DIR))
-    return DEMO_DIR
+demo = dags_folder_module("run_demo")
 
 
 @pytest.fixture(scope="module")

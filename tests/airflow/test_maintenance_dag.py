@@ -4,7 +4,6 @@ can tell."""
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -14,7 +13,7 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.delta.store import read_loads
 
-from .conftest import DAGS_FOLDER, DEMO_DIR
+from .conftest import DAGS_FOLDER, DEMO_DIR, dags_folder_module
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -23,19 +22,7 @@ FLIGHTS = f"{DATASET}/flights"
 SUNDAYS = [datetime(2013, 1, 20, tzinfo=timezone.utc) + timedelta(weeks=n) for n in range(3)]  # Feb 3 last
 
 
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, DAGS_FOLDER / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-demo = _module("run_demo")
-
-
-@pytest.fixture(scope="module")
-def landed(airflow_db):
-    _module("nycflights13_landing").land(str(DEMO_DIR))
+demo = dags_folder_module("run_demo")
 
 
 def task_states(dag_run) -> dict[str, str]:
