@@ -26,6 +26,7 @@ from typing import Any
 
 from .delta import recovery, store
 from .delta.locking import creation_lock
+from .delta.properties import apply_table_properties, check_table_allows_load
 from .delta.selection import select_writer
 from .delta.writer import CommitRequest
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
@@ -113,6 +114,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     table = writer.snapshot(spark, request.table_path)
     load_id = request.load_id or new_load_id(after=stored.newest_load_id())
     opened = open_load_window(request, table, _cursor_state(request, stored, commits))
+    replaces_window = replace_where_for(request, opened.window if opened else None) is not None
+    check_table_allows_load(spark, writer, request, table, replaces_window)
     checkpoint("extract")
     batch = _extract(spark, data, request, opened.window if opened else None)
     steps.step("source", "%s", describe_source(request.source, data))
@@ -127,13 +130,18 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_staged:,}",
     )
     load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored, steps)
+    table, properties_set = apply_table_properties(spark, writer, request, table)
+    if properties_set:
+        steps.step("properties", "set %s", properties_set)
     attempt = 1
     while True:
         try:
             if table is not None:
                 return _plan_and_commit(spark, writer, table, load)
             with creation_lock(request.table_path):  # the first commit of a table: one writer at a time
-                table = writer.snapshot(spark, request.table_path)
+                table, _ = apply_table_properties(
+                    spark, writer, request, writer.snapshot(spark, request.table_path)
+                )
                 return _plan_and_commit(spark, writer, table, load)
         except ConflictError as conflict:
             if attempt == COMMIT_ATTEMPTS:
@@ -208,7 +216,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     source = shape_source(staged.df, plan, target_keys)
     metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
     stream = app_id(request.pipeline, request.table, request.run, load_id)
-    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata)
+    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata, request.table_properties or {})
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see _applied_by_another

@@ -3,11 +3,11 @@ vacuumed and checkpointed on the first run of every month.
 
 Every weekly merge is one commit that adds files of its own, so a table loaded every week gathers small
 files. On the first Sunday of a month, after that week's load, ``DeltaMaintenanceOperator`` compacts
-them (OPTIMIZE), deletes the files no version of the last week needs (VACUUM with the table's own
-retention, one week unless the table sets ``delta.deletedFileRetentionDuration``) and writes a
-checkpoint of the table's log. The maintenance runs after the load of its run, and ``max_active_runs=1``
-keeps runs one at a time; a load of another DAG that meets the OPTIMIZE on the table plans its commit
-again rather than losing it.
+them (OPTIMIZE), deletes the files no version of the last two weeks needs (VACUUM with the table's own
+retention, ``delta.deletedFileRetentionDuration``, which the load sets through ``table_properties``) and
+writes a checkpoint of the table's log. The maintenance runs after the load of its run, and
+``max_active_runs=1`` keeps runs one at a time; a load of another DAG that meets the OPTIMIZE on the
+table plans its commit again rather than losing it.
 
 Before the first run, land the data: ``python dags_examples/nycflights13_landing.py``.
 DELTAMERGE_DEMO_DIR sets where the landing data and the lake are; DELTAMERGE_CONN_ID picks the Spark
@@ -30,6 +30,8 @@ DEMO_DIR = os.environ.get("DELTAMERGE_DEMO_DIR") or os.path.join(tempfile.gettem
 CONN_ID = os.environ.get("DELTAMERGE_CONN_ID") or None
 DATASET = f"{DEMO_DIR}/lake/nycflights13_maintained"
 NATURAL_KEY = ["year", "month", "day", "carrier", "flight", "origin"]
+# VACUUM keeps the files the last two weeks of versions need; the log is checkpointed every 20 commits.
+TABLE_PROPERTIES = {"delta.deletedFileRetentionDuration": "interval 14 days", "delta.checkpointInterval": 20}
 
 with DAG(
     dag_id="nycflights13_flights_maintained",
@@ -50,6 +52,8 @@ with DAG(
         primary_key=NATURAL_KEY,
         incremental=Incremental("time_hour", initial_value="2013-01-01T00:00:00Z"),
         pipeline_name="nycflights13_maintained",
+        # Set when the first load creates the table, and again by the load whenever they differ.
+        table_properties=TABLE_PROPERTIES,
         conn_id=CONN_ID,
     )
 

@@ -137,6 +137,14 @@ def _add_load(load: argparse.ArgumentParser) -> None:
     )
     semantics.add_argument("--naming", default="snake_case", help="snake_case (default) or direct")
     semantics.add_argument("--backend", default="auto", help="auto (default), delta-rs or delta-spark")
+    semantics.add_argument(
+        "--table-property",
+        metavar="KEY=VALUE",
+        type=key_value,
+        action="append",
+        default=[],
+        help="a Delta table property to set, e.g. delta.enableChangeDataFeed=true (repeatable)",
+    )
     spark = load.add_argument_group("Spark")
     spark.add_argument("--master", default="local[*]", help="the local master (default local[*])")
     spark.add_argument(

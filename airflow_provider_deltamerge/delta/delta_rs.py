@@ -30,6 +30,7 @@ from .writer import (
     commit_metadata,
     logged_commit,
     merge_metrics,
+    properties_commit_metadata,
     write_commit_metrics,
 )
 
@@ -72,6 +73,10 @@ class DeltaRsSnapshot:
 
     def row_count(self) -> int | None:
         return files_and_rows(self.table)[1]
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.table.metadata().configuration or {})
 
 
 def files_and_rows(table: DeltaTable) -> tuple[int, int | None]:
@@ -156,7 +161,7 @@ class DeltaRsWriter:
         try:
             if plan.operation is Operation.MERGE:
                 return self._merge(snapshot, plan, source, properties, request.load_id)
-            return self._write(path, snapshot, plan, source, properties, request.load_id)
+            return self._write(path, snapshot, plan, source, properties, request)
         except CommitFailedError as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
@@ -184,7 +189,7 @@ class DeltaRsWriter:
         landed = _landed_commit(snapshot.table, snapshot.version, load_id)
         return CommitResult(int(landed["version"]), metrics)
 
-    def _write(self, path: str, snapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
+    def _write(self, path: str, snapshot, plan: MergePlan, source, properties, request) -> CommitResult:
         data = spark_to_arrow(source)
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
@@ -196,10 +201,11 @@ class DeltaRsWriter:
             predicate=render(plan.replace_where, DataFusionDialect())
             if plan.replace_where is not None
             else None,
+            configuration=(request.table_properties or None) if snapshot is None else None,
             commit_properties=properties,
         )
         table = snapshot.table if snapshot is not None else DeltaTable(path)
-        landed = _landed_commit(table, snapshot.version if snapshot is not None else -1, load_id)
+        landed = _landed_commit(table, snapshot.version if snapshot is not None else -1, request.load_id)
         return CommitResult(int(landed["version"]), write_commit_metrics(landed, rows_deleted=rows_deleted))
 
     @staticmethod
@@ -213,6 +219,19 @@ class DeltaRsWriter:
         except TableNotFoundError:
             return []
         return [logged_commit(e) for e in _history(table, limit)]
+
+    def table_properties(self, spark, snapshot: DeltaRsSnapshot) -> dict[str, str]:
+        return snapshot.properties
+
+    def set_table_properties(self, spark, path: str, properties: dict[str, str]) -> None:
+        commit = CommitProperties(custom_metadata={USER_METADATA: properties_commit_metadata(properties)})
+        try:
+            DeltaTable(path).alter.set_table_properties(properties, commit_properties=commit)
+        except CommitFailedError as exc:
+            raise ConflictError(
+                f"another writer changed table {path} while its properties were being set; retry the load. "
+                f"({exc})"
+            ) from exc
 
 
 def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:

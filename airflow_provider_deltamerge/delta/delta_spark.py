@@ -33,7 +33,15 @@ from ..errors import ConflictError
 from ..plan.merge import MergePlan, Operation
 from ..spec.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
 from .delta_rs import counted_in_log
-from .spark_sql import SPARK_SQL, commit_session_conf, merge_builder, write_mode, write_options
+from .spark_sql import (
+    SPARK_SQL,
+    USER_METADATA_CONF,
+    commit_session_conf,
+    merge_builder,
+    set_properties_sql,
+    write_mode,
+    write_options,
+)
 from .writer import (
     CommitRequest,
     CommitResult,
@@ -41,6 +49,7 @@ from .writer import (
     commit_metadata,
     logged_commit,
     merge_metrics,
+    properties_commit_metadata,
     write_commit_metrics,
 )
 
@@ -70,6 +79,10 @@ class TableRef:
     def quoted_name(self) -> str:
         """A metastore name in SQL, each part quoted."""
         return ".".join(SPARK_SQL.quote(p) for p in self.location.split("."))
+
+    def sql_target(self) -> str:
+        """The table in SQL: its quoted name, or delta.`path`."""
+        return self.quoted_name() if self.by_name else f"delta.{SPARK_SQL.quote(self.location)}"
 
 
 def load_table(delta_table_cls, spark, ref: TableRef):
@@ -200,7 +213,7 @@ class DeltaSparkWriter:
                 if merging:
                     merge_builder(load_table(DeltaTable, spark, ref), source, plan).execute()
                 else:
-                    _write(spark, ref, plan, source, request)
+                    _write(spark, ref, plan, source, request, creating=snapshot is None)
         except conflicts as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
@@ -224,11 +237,30 @@ class DeltaSparkWriter:
             return []
         return [logged_commit(e) for e in _history(load_table(DeltaTable, self.spark, ref), limit)]
 
+    def table_properties(self, spark, snapshot: DeltaSparkSnapshot) -> dict[str, str]:
+        from delta.tables import DeltaTable
 
-def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest) -> None:
+        detail = load_table(DeltaTable, spark, snapshot.ref).detail().select("properties").first()
+        return dict(detail[0] or {})
+
+    def set_table_properties(self, spark, path: str, properties: dict[str, str]) -> None:
+        ref = TableRef.parse(path)
+        conflicts = _delta_conflicts()
+        try:
+            with session_conf(spark, {USER_METADATA_CONF: properties_commit_metadata(properties)}):
+                spark.sql(set_properties_sql(ref.sql_target(), properties))
+        except conflicts as exc:
+            raise ConflictError(
+                f"another writer changed table {path} while its properties were being set; retry the load. "
+                f"({exc})"
+            ) from exc
+
+
+def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest, creating: bool) -> None:
     helpers = [c for c in plan.helper_columns if c in source.columns]
     rows = source.drop(*helpers)
-    writer = rows.write.format("delta").mode(write_mode(plan)).options(**write_options(plan, request))
+    options = write_options(plan, request, creating)
+    writer = rows.write.format("delta").mode(write_mode(plan)).options(**options)
     if ref.by_name:
         writer.saveAsTable(ref.location)
     else:

@@ -109,9 +109,13 @@ def write_mode(plan: MergePlan) -> str:
     return "overwrite" if plan.operation is Operation.OVERWRITE else "append"
 
 
-def write_options(plan: MergePlan, request: CommitRequest) -> dict[str, str]:
-    """DataFrameWriter options of a WRITE / OVERWRITE: schema merge, commit metadata, txn, replaceWhere."""
+def write_options(plan: MergePlan, request: CommitRequest, creating: bool = False) -> dict[str, str]:
+    """DataFrameWriter options of a WRITE / OVERWRITE: schema merge, commit metadata, txn, replaceWhere,
+    and for the write that creates the table its properties (Delta takes `delta.*` options as the new
+    table's configuration)."""
     options = {"mergeSchema": "true", USER_METADATA: request.user_metadata(), **txn_options(request)}
+    if creating:
+        options.update(request.table_properties)
     if plan.replace_where is not None:
         options["replaceWhere"] = render_spark(plan.replace_where)
     return options
@@ -130,3 +134,9 @@ def commit_session_conf(plan: MergePlan, request: CommitRequest) -> dict[str, st
         conf[TXN_APP_ID_CONF] = request.app_id
         conf[TXN_VERSION_CONF] = str(request.txn_version)
     return conf
+
+
+def set_properties_sql(target: str, properties: dict[str, str]) -> str:
+    """ALTER TABLE ... SET TBLPROPERTIES for `target` (a quoted name, or delta.`path`)."""
+    pairs = ", ".join(f"{SPARK_SQL.string(k)} = {SPARK_SQL.string(v)}" for k, v in sorted(properties.items()))
+    return f"ALTER TABLE {target} SET TBLPROPERTIES ({pairs})"

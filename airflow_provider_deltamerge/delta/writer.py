@@ -52,6 +52,7 @@ class CommitRequest:
     app_id: str  # the txn stream (spec.run.app_id): the Airflow task run, or outside Airflow the load
     txn_version: int
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
+    table_properties: dict[str, str] = field(default_factory=dict)  # given to a table this commit creates
 
     def user_metadata(self) -> str:
         """The commit's metadata as both writers record it: one JSON object of prefixed keys, the text of
@@ -103,6 +104,19 @@ class DeltaWriter(Protocol):
 
     def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
         """Newest first."""
+
+    def table_properties(self, spark, snapshot) -> dict[str, str]:
+        """The table properties of the pinned snapshot."""
+
+    def set_table_properties(self, spark, path: str, properties: dict[str, str]) -> None:
+        """One metadata commit that sets these properties (see `properties_commit_metadata`)."""
+
+
+def properties_commit_metadata(properties: dict[str, str]) -> str:
+    """The userMetadata of a commit that sets table properties: ours, and no load's (no load id)."""
+    return CommitRequest(
+        "", "", 0, {"operation": "set table properties", "properties": properties}
+    ).user_metadata()
 
 
 # ---- reading a history entry, whichever writer made the commit ----

@@ -84,6 +84,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param backend: "auto", "delta-rs" or "delta-spark".
     :param naming: "snake_case" or "direct".
     :param window_overwrite: for append with a window, replace that window's rows (safe re-runs).
+    :param table_properties: Delta table properties, e.g. ``{"delta.enableChangeDataFeed": True}``: set
+        when the load creates the table, and by a metadata commit before the load when they differ.
     :param window: explicit ``(start, end)`` to load, stateless (used by mapped backfills).
     :param conn_id: none (local Spark), a ``deltamerge``, ``spark`` or ``spark_connect`` connection.
     :param spark_conf: Spark properties for the session or spark-submit.
@@ -104,8 +106,14 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "incremental",
         "window",
         "pipeline_name",
+        "table_properties",
     )
-    template_fields_renderers = {"source": "json", "write_disposition": "json", "columns": "json"}
+    template_fields_renderers = {
+        "source": "json",
+        "write_disposition": "json",
+        "columns": "json",
+        "table_properties": "json",
+    }
     ui_color = "#00add4"
 
     def __init__(
@@ -123,6 +131,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         backend: str = "auto",
         naming: str = "snake_case",
         window_overwrite: bool = True,
+        table_properties: dict[str, Any] | None = None,
         window: Any = None,
         conn_id: str | None = None,
         spark_conf: dict[str, Any] | None = None,
@@ -153,6 +162,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.backend = backend
         self.naming = naming
         self.window_overwrite = window_overwrite
+        self.table_properties = table_properties
         self.window = window
         self.conn_id = conn_id
         self.spark_conf = spark_conf

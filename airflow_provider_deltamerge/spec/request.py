@@ -34,6 +34,7 @@ from .options import (
 )
 from .run import RunContext
 from .sources import parse_source
+from .table_properties import check_loading_allowed, check_table_properties
 
 FORMAT_VERSION = 1
 DEFAULT_PIPELINE = "deltamerge"
@@ -161,6 +162,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "naming": lambda value: choice("naming", value, NAMINGS),
     "incremental": check_incremental,
     "window_overwrite": check_window_overwrite,
+    "table_properties": check_table_properties,
 }
 RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_interval": check_interval,
@@ -195,6 +197,7 @@ class LoadRequest:
     data_interval: Any = None
     run_context: Any = None
     window_overwrite: bool = True
+    table_properties: Any = None
     load_id: str | None = None
 
     # What the job uses, derived once from the arguments above (names in the naming convention).
@@ -219,6 +222,7 @@ class LoadRequest:
         disposition = WriteDisposition.parse(self.write_disposition)
         hints = resolve_hints(self.primary_key, self.merge_key, parse_columns(self.columns), normalize)
         disposition = validate_disposition(disposition, hints, normalize)
+        check_loading_allowed(self.table_properties, disposition.disposition, False, self.table_name)
         derived = {
             "table": check_stored_table_name(self.table_name, normalize(self.table_name)),
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
@@ -236,8 +240,8 @@ class LoadRequest:
         """The validated request; ConfigError names a bad or unknown argument.
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
-        merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite, and the
-        run's data_interval, run_context and load_id.
+        merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite,
+        table_properties, and the run's data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))

@@ -68,6 +68,8 @@ def context(conf=None, start=None, end=None, run_type="scheduled", try_number=1,
         ({"incremental": {"cursor_path": "t", "range_start": "half"}}, "range_start"),
         ({"backend": "duckdb"}, "backend"),
         ({"primary_key": ["id", "id"]}, "primary_key"),
+        ({"table_properties": {"delta.appendOnly": "maybe"}}, "table_properties"),
+        ({"table_properties": {"delta.enableDeletionVectors": True}}, "table_properties"),
     ],
 )
 def test_bad_arguments_fail_at_parse_naming_the_argument(overrides, argument):

@@ -225,6 +225,10 @@ def test_storage_options_reach_the_object_store_and_secrets_stay_out_of_errors()
         ),
         (("--source", "shop.orders", "--initial-value", "2024-01-01"), "--initial-value"),
         (("--source", "shop.orders", "--naming", "camel"), "naming: 'camel' is not valid"),
+        (
+            ("--source", "shop.orders", "--table-property", "delta.nope=1"),
+            "table_properties: 'delta.nope' is not a Delta table property",
+        ),
     ],
 )
 def test_load_refuses_bad_arguments_before_spark_starts(tmp_path, args, message):
@@ -308,6 +312,11 @@ def test_the_console_script_runs_the_command(shop):
         (
             ("--incremental", "ts", "--window", "a", "b"),
             {"run_context": {"window": {"start": "a", "end": "b"}}},
+        ),
+        ((), {"table_properties": None}),
+        (
+            ("--table-property", "delta.appendOnly=true", "--table-property", "delta.checkpointInterval=5"),
+            {"table_properties": {"delta.appendOnly": "true", "delta.checkpointInterval": "5"}},
         ),
     ],
 )

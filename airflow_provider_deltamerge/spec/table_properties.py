@@ -1,0 +1,151 @@
+"""Delta table properties a load asks for (`table_properties=`): checked, in canonical text form, and
+the rules that keep them compatible with loading.
+
+A table gets them when the load creates it; on an existing table the ones whose value differs are set
+by a metadata commit before the load's own. Properties the load does not name are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import ConfigError
+
+ARGUMENT = "table_properties"
+APPEND_ONLY = "delta.appendOnly"
+_DURATION = re.compile(r"^interval\s+\d+\s+(second|minute|hour|day|week)s?$", re.IGNORECASE)
+_BOOLEAN = ("true", "false")
+
+# The Delta table properties a load may set, and the form each value takes.
+SUPPORTED: dict[str, str] = {
+    APPEND_ONLY: "boolean",
+    "delta.enableChangeDataFeed": "boolean",
+    "delta.deletedFileRetentionDuration": "duration",
+    "delta.logRetentionDuration": "duration",
+    "delta.setTransactionRetentionDuration": "duration",
+    "delta.checkpointInterval": "positive integer",
+    "delta.dataSkippingNumIndexedCols": "integer",
+    "delta.dataSkippingStatsColumns": "text",
+    "delta.targetFileSize": "positive integer",
+    "delta.checkpoint.writeStatsAsJson": "boolean",
+    "delta.checkpoint.writeStatsAsStruct": "boolean",
+    "delta.randomizeFilePrefixes": "boolean",
+    "delta.autoOptimize.optimizeWrite": "boolean",
+    "delta.autoOptimize.autoCompact": "boolean",
+    "delta.tuneFileSizesForRewrites": "boolean",
+}
+# Properties that change the table's protocol or its physical layout: a table with them could no
+# longer be read or written by both writers, so loads never set them.
+PROTOCOL_CHANGING = (
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
+    "delta.columnMapping.mode",
+    "delta.enableDeletionVectors",
+    "delta.enableTypeWidening",
+    "delta.enableRowTracking",
+    "delta.feature.",
+    "delta.universalFormat.",
+    "delta.enableIcebergCompat",
+)
+
+
+def check_table_properties(value: Any) -> dict[str, str] | None:
+    """The properties as {name: text}, booleans as 'true'/'false'; ConfigError names a bad one."""
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(ARGUMENT, f"{value!r} must be a dict of property name -> value")
+    return {_checked_name(name): _checked_value(name, raw) for name, raw in value.items()}
+
+
+def _checked_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(ARGUMENT, f"property name {name!r} must be a non-empty string")
+    if name.startswith(PROTOCOL_CHANGING):
+        raise ConfigError(
+            ARGUMENT,
+            f"{name!r} changes the table's protocol or column layout, which loads do not do: both writers "
+            "must keep reading and writing the table. Set it outside the load if you need it, and load with "
+            "the writer that supports it.",
+        )
+    if name not in SUPPORTED:  # delta-rs refuses any other, free-form names included
+        raise ConfigError(
+            ARGUMENT,
+            f"{name!r} is not a Delta table property loads set; supported: {', '.join(sorted(SUPPORTED))}",
+        )
+    return name
+
+
+def _checked_value(name: str, raw: Any) -> str:
+    kind = SUPPORTED[name]
+    text = _as_text(raw)
+    valid = {
+        "boolean": text.lower() in _BOOLEAN,
+        "duration": bool(_DURATION.match(text)),
+        "integer": _is_int(text, minimum=-1),
+        "positive integer": _is_int(text, minimum=1),
+        "text": text != "",
+    }[kind]
+    if not valid:
+        example = {"boolean": "true", "duration": "interval 7 days", "text": "a,b"}.get(kind, "10")
+        raise ConfigError(ARGUMENT, f"{name} = {raw!r} is not a {kind} (for example {example!r})")
+    return text.lower() if kind == "boolean" else text
+
+
+def _as_text(raw: Any) -> str:
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, (int, str)):
+        return str(raw).strip()
+    raise ConfigError(ARGUMENT, f"value {raw!r} must be text, a number or a boolean")
+
+
+def _is_int(text: str, minimum: int) -> bool:
+    try:
+        return int(text) >= minimum
+    except ValueError:
+        return False
+
+
+def is_append_only(properties: dict[str, str] | None) -> bool:
+    return (properties or {}).get(APPEND_ONLY, "false").lower() == "true"
+
+
+def check_loading_allowed(
+    properties: dict[str, str] | None, disposition: str, replaces_window: bool, table: str
+) -> None:
+    """Refuse a load the table's properties would make fail at commit: an append-only table takes appends
+    that add rows, never a merge, a replace or an append that replaces its window's rows."""
+    if not is_append_only(properties):
+        return
+    if disposition != "append":
+        raise ConfigError(
+            ARGUMENT,
+            f"{APPEND_ONLY}=true on table {table!r} forbids updating and deleting rows, which the "
+            f"{disposition!r} disposition does. Load it with write_disposition='append', or leave "
+            f"{APPEND_ONLY} unset.",
+        )
+    if replaces_window:
+        raise ConfigError(
+            ARGUMENT,
+            f"{APPEND_ONLY}=true on table {table!r} forbids removing rows, and this append replaces the rows "
+            "of its window (window_overwrite=True). Pass window_overwrite=False, or leave "
+            f"{APPEND_ONLY} unset.",
+        )
+
+
+def differing(wanted: dict[str, str] | None, current: dict[str, str] | None) -> dict[str, str]:
+    """The wanted properties whose value the table does not have yet (booleans compared as booleans)."""
+    current = current or {}
+    return {
+        name: value
+        for name, value in (wanted or {}).items()
+        if _comparable(name, current.get(name)) != _comparable(name, value)
+    }
+
+
+def _comparable(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    return value.lower() if SUPPORTED.get(name) in ("boolean", "duration") else value
