@@ -52,6 +52,7 @@ class CommitRequest:
     app_id: str  # the txn stream (spec.run.app_id): the Airflow task run, or outside Airflow the load
     txn_version: int
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
+    source_bytes: int | None = None  # the staged batch's Arrow size, estimated while staging
 
     def user_metadata(self) -> str:
         """The commit's metadata as both writers record it: one JSON object of prefixed keys, the text of

@@ -54,6 +54,7 @@ class MergePlan:
     replace_where: Expr | None = None  # OVERWRITE only: replace just the rows matching this
     reason: str = ""  # one line for the log: why this plan
     retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire
+    cluster_by: tuple[str, ...] = ()  # WRITE / OVERWRITE: lay rows out in files ordered by these columns
 
     @property
     def needs_target_read(self) -> bool:
@@ -78,10 +79,13 @@ def plan_load(
     `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
     `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
     """
+    cluster_by = hints.primary_key or hints.merge_key  # files a later merge can skip by key
     if disposition.disposition == "replace":
         if batch_empty and not table_exists:
             return MergePlan(Operation.NOTHING, reason="replace of an empty batch into a missing table")
-        return MergePlan(Operation.OVERWRITE, reason="replace: the table holds exactly this batch")
+        return MergePlan(
+            Operation.OVERWRITE, cluster_by=cluster_by, reason="replace: the table holds exactly this batch"
+        )
     if disposition.disposition == "append" and replace_where is not None and table_exists:
         return MergePlan(
             Operation.OVERWRITE,
@@ -94,7 +98,12 @@ def plan_load(
         return MergePlan(Operation.WRITE, reason="append")
     flag = (HARD_DELETE_FLAG,) if hard_delete else ()
     if not table_exists:
-        return MergePlan(Operation.WRITE, helper_columns=flag, reason=f"{disposition.label} into a new table")
+        return MergePlan(
+            Operation.WRITE,
+            helper_columns=flag,
+            cluster_by=cluster_by,
+            reason=f"{disposition.label} into a new table",
+        )
     if disposition.strategy == "upsert":
         return _plan_upsert(hints, flag)
     if disposition.strategy == "insert-only":
