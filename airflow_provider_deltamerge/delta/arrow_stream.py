@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -55,7 +56,6 @@ def record_batches(df, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 def _served_batches(df) -> Iterator[pa.RecordBatch]:
     """Batches read one by one from the socket Spark serves its Arrow collection on (what `toArrow()`
     drains whole). Spark's error, if the job fails, is raised once the socket is done."""
-    from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
     from pyspark.util import _load_from_socket
 
@@ -66,8 +66,17 @@ def _served_batches(df) -> Iterator[pa.RecordBatch]:
                 if isinstance(item, pa.RecordBatch):
                     yield item
     finally:
-        with unwrap_spark_exception():
+        with _spark_errors_unwrapped():
             server.getResult()
+
+
+def _spark_errors_unwrapped():
+    """Spark's own exception types for a failed job, where this PySpark offers the unwrapping."""
+    try:
+        from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    except ImportError:
+        return contextlib.nullcontext()
+    return unwrap_spark_exception()
 
 
 def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -181,7 +190,13 @@ class Transfer:
         return fits
 
     def table(self) -> pa.Table:
-        return pa.Table.from_batches(list(self._batches), schema=self.schema)
+        try:
+            return pa.Table.from_batches(list(self._batches), schema=self.schema)
+        except Exception as exc:
+            oversized = self._oversized(exc)
+            if oversized is None:
+                raise
+            raise oversized from exc
 
     def reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.schema, self._batches)

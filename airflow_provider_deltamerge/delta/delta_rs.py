@@ -22,6 +22,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
+from . import unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .writer import (
     USER_METADATA,
@@ -163,7 +164,7 @@ class DeltaRsWriter:
         dialect = DataFusionDialect()
         transfer = Transfer(spark, snapshot.table.table_uri, source, request.source_bytes)
         in_memory = transfer.fits_in_memory()
-        data = transfer.table() if in_memory else transfer.reader()
+        data = _checked(transfer, plan, source, in_memory)
         merger = snapshot.table.merge(
             data,
             render(plan.on, dialect),
@@ -185,10 +186,10 @@ class DeltaRsWriter:
         self, spark, path: str, snapshot, plan: MergePlan, source, properties, request: CommitRequest
     ) -> CommitResult:
         transfer = Transfer(spark, path, source, request.source_bytes)
-        if plan.cluster_by and transfer.fits_in_memory():  # ordered by key within and across files
-            data = transfer.table().sort_by([(c, "ascending") for c in plan.cluster_by])
-        else:
-            data = transfer.reader()
+        in_memory = transfer.fits_in_memory()
+        data = _checked(transfer, plan, source, in_memory)
+        if plan.cluster_by and in_memory:  # ordered by key within and across files
+            data = data.sort_by([(c, "ascending") for c in plan.cluster_by])
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
         created = snapshot is None
@@ -221,6 +222,17 @@ class DeltaRsWriter:
         except TableNotFoundError:
             return []
         return [logged_commit(e) for e in _history(table, limit)]
+
+
+def _checked(transfer: Transfer, plan: MergePlan, source, in_memory: bool):
+    """The source as Arrow (a table in memory, else a stream), its unique key checked before any commit:
+    in the Arrow data once it is on the driver, in Spark before a stream starts."""
+    if not in_memory:
+        unique_keys.check_spark(source, plan)
+        return transfer.reader()
+    data = transfer.table()
+    unique_keys.check_arrow(data, plan)
+    return data
 
 
 def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:

@@ -33,6 +33,7 @@ from typing import Any
 from ..errors import ConflictError
 from ..plan.merge import MergePlan, Operation
 from ..spec.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
+from . import unique_keys
 from .delta_rs import TARGET_FILE_BYTES, counted_in_log
 from .spark_sql import SPARK_SQL, commit_session_conf, merge_builder, write_mode, write_options
 from .writer import (
@@ -188,6 +189,7 @@ class DeltaSparkWriter:
         from delta.tables import DeltaTable
 
         ref = TableRef.parse(path)
+        unique_keys.check_spark(source, plan)  # before anything commits
         read_version = snapshot.version if snapshot is not None else -1
         merging = plan.operation is Operation.MERGE
         files_removed, rows_deleted = (None, None) if merging else _overwritten_counts(spark, snapshot, plan)

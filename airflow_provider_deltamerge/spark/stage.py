@@ -1,7 +1,7 @@
 """The stage step: one extracted batch made ready for its commit, in two parts.
 
-- `stage_batch`: the preparation rules in their order (key checks, dedup, hard-delete flags, unique-key
-  checks, system columns), computed once;
+- `stage_batch`: the preparation rules in their order (key checks, dedup, hard-delete flags, system
+  columns), computed from the source in one pass (the writer checks unique keys, see plan.unique_key);
 - `shape_source`: the merge source the plan asks for, built from the staged batch (helper columns start
   with `__`). The planner decides the shape; this only builds it.
 """
@@ -42,8 +42,8 @@ class StagedBatch:
 
 
 def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints, load_id: str) -> StagedBatch:
-    """Key checks, dedup, hard-delete flags, unique-key checks and system columns, computed from the
-    source in one pass that materialises the batch and profiles it (spark/profile.py)."""
+    """Key checks, dedup, hard-delete flags and system columns, computed from the source in one pass
+    that materialises the batch and profiles it (spark/profile.py)."""
     keys = {k: v for k, v in {"primary_key": hints.primary_key, "merge_key": hints.merge_key}.items() if v}
     if _lacks_columns(df, keys, disposition, hints):  # refused, or an empty batch: the checks as before
         if frames.check_key_columns(df, keys) == 0:
@@ -73,7 +73,10 @@ def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints,
         for column in columns:
             if before.get(f"null:{column}"):
                 raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
-    _check_unique_keys(staged, disposition.strategy, hints.primary_key)
+    # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on the
+    # rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
+    if disposition.strategy == "upsert" and hints.hard_delete:
+        frames.check_unique_keys(staged, hints.primary_key, disposition.strategy)
     outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
     frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
     ranges = profile.key_ranges(staged, after, ranged)
@@ -101,14 +104,6 @@ def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, l
         df = frames.flag_hard_deletes(df, hints.hard_delete)
     id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
     return frames.add_system_columns(df, load_id, id_key).drop(frames.INPUT_ORDER)
-
-
-def _check_unique_keys(staged: DataFrame, strategy: str, primary_key: tuple[str, ...]) -> None:
-    """Upsert and insert-only take one row per key (insert-only: among the rows that are not deletes)."""
-    if strategy == "upsert":
-        frames.check_unique_keys(staged, primary_key, strategy)
-    elif strategy == "insert-only":
-        frames.check_unique_keys(unflagged_rows(staged), primary_key, strategy)
 
 
 def _empty(df: DataFrame, load_id: str) -> StagedBatch:

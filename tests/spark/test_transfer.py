@@ -57,6 +57,7 @@ def test_the_transfer_logs_its_progress_while_it_runs(spark, dataset, monkeypatc
     monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)
     load(spark, dataset, rows(range(10), "old"))
     caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
+    caplog.clear()
     load(spark, dataset, spark.createDataFrame(rows(range(300), "new")).repartition(3))
 
     lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
