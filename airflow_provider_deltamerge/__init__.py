@@ -9,6 +9,7 @@ them; the `deltamerge` command in `.cli`.
 from __future__ import annotations
 
 from .errors import (
+    BatchTooLargeError,
     ConfigError,
     ConflictError,
     CursorColumnMissingError,
@@ -48,6 +49,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "BatchTooLargeError",
     "ConfigError",
     "ConflictError",
     "CursorColumnMissingError",

@@ -105,6 +105,20 @@ class SchemaError(DeltaMergeError):
         )
 
 
+class BatchTooLargeError(DeltaMergeError):
+    """The batch is too big to pass through the Spark driver to the delta-rs writer."""
+
+    def __init__(self, table: str, batch_bytes: int, limit_bytes: int, driver_memory: str, detail: str = ""):
+        self.table, self.batch_bytes, self.limit_bytes = table, batch_bytes, limit_bytes
+        self.driver_memory = driver_memory
+        super().__init__(
+            f"the batch for {table} is about {batch_bytes / 2**20:,.0f} MiB as Arrow, more than the "
+            f"{limit_bytes / 2**20:,.0f} MiB the Spark driver can pass to delta-rs with "
+            f"spark.driver.memory={driver_memory}{detail}. Nothing was loaded. Raise spark.driver.memory "
+            "(and spark.driver.maxResultSize), load smaller windows, or use the delta-spark writer."
+        )
+
+
 class ConflictError(DeltaMergeError):
     """Another writer changed the table while this load was being committed."""
 

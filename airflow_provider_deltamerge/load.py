@@ -31,6 +31,7 @@ from .delta.selection import select_writer
 from .delta.writer import CommitRequest
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
 from .plan.merge import Operation, plan_load
+from .plan.pruning import bounded
 from .spark import frames
 from .spark.extract import check_data, source_reader, to_dataframe
 from .spark.scd2 import stage_scd2
@@ -197,7 +198,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
     staged, plan = _plan(load.staged, request, table, load_id, replace_where_for(request, load.window))
-    plan = record_empty_window(plan, load.window)
+    plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
     base_metrics = {
         "table": request.table,
         "rows_extracted": staged.rows_extracted,
@@ -216,7 +217,14 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     source = shape_source(staged.df, plan, target_keys)
     metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
     stream = app_id(request.pipeline, request.table, request.run, load_id)
-    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata, request.table_properties or {})
+    commit = CommitRequest(
+        load_id,
+        stream,
+        txn_version(load_id),
+        metadata,
+        table_properties=request.table_properties or {},
+        source_bytes=staged.arrow_bytes or None,
+    )
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see _applied_by_another

@@ -22,6 +22,8 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
+from . import unique_keys
+from .arrow_stream import Transfer, arrow_schema, record_batches
 from .writer import (
     USER_METADATA,
     CommitRequest,
@@ -36,6 +38,11 @@ from .writer import (
 
 log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
+IN_MEMORY_BYTES = (
+    256 * 2**20
+)  # a batch up to this size is merged whole (file skipping), a larger one streamed
+TARGET_FILE_BYTES = 16 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
+TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
 
 APPLIED_SEARCH_DEPTH = 50  # commits searched for a load id whose txn version the table has recorded
 _HISTORY_READ_ATTEMPTS = 10
@@ -103,21 +110,9 @@ def counted_in_log(location: str, version: int) -> tuple[int | None, int | None]
 
 
 def spark_to_arrow(df) -> pa.Table:
-    """The DataFrame as one Arrow table, every column nullable (timestamps in UTC).
-
-    Spark marks some columns non-nullable (spark.range ids, arithmetic on them); tables created from
-    such a schema would refuse the helper rows of later merges, so columns are stored nullable as dlt
-    stores them. Behind one function so the transfer can stream later.
-    """
-    table = df.toArrow() if hasattr(df, "toArrow") else _collected_as_arrow(df)
-    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
-
-
-def _collected_as_arrow(df) -> pa.Table:
-    """Spark 3.5 has no DataFrame.toArrow(): its Arrow collection, with the schema for an empty batch."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+    """The DataFrame as one Arrow table, every column nullable (timestamps in UTC)."""
+    schema = arrow_schema(df)
+    return pa.Table.from_batches(list(record_batches(df, schema)), schema=schema)
 
 
 class DeltaRsWriter:
@@ -160,8 +155,8 @@ class DeltaRsWriter:
         )
         try:
             if plan.operation is Operation.MERGE:
-                return self._merge(snapshot, plan, source, properties, request.load_id)
-            return self._write(path, snapshot, plan, source, properties, request)
+                return self._merge(spark, snapshot, plan, source, properties, request)
+            return self._write(spark, path, snapshot, plan, source, properties, request)
         except CommitFailedError as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
@@ -169,40 +164,55 @@ class DeltaRsWriter:
             ) from exc
 
     def _merge(
-        self, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, load_id: str
+        self, spark, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, request: CommitRequest
     ) -> CommitResult:
         dialect = DataFusionDialect()
-        data = spark_to_arrow(source)
+        transfer = Transfer(spark, snapshot.table.table_uri, source, request.source_bytes)
+        in_memory = transfer.fits_in_memory()
+        data = _checked(transfer, plan, source, in_memory)
         merger = snapshot.table.merge(
             data,
             render(plan.on, dialect),
             source_alias=SOURCE,
             target_alias=TARGET,
-            merge_schema=_adds_columns(data.schema, snapshot, plan),
+            merge_schema=_adds_columns(transfer.schema, snapshot, plan),
+            streamed_exec=not in_memory,
             commit_properties=properties,
         )
         for clause in plan.clauses:
             merger = _add_clause(merger, clause, list(plan.helper_columns), dialect)
-        metrics = merge_metrics(merger.execute())
+        metrics = merge_metrics(transfer.run(merger.execute))
         if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
             self._empty_commit(snapshot.table, properties)
-        landed = _landed_commit(snapshot.table, snapshot.version, load_id)
+        landed = _landed_commit(snapshot.table, snapshot.version, request.load_id)
         return CommitResult(int(landed["version"]), metrics)
 
-    def _write(self, path: str, snapshot, plan: MergePlan, source, properties, request) -> CommitResult:
-        data = spark_to_arrow(source)
+    def _write(
+        self, spark, path: str, snapshot, plan: MergePlan, source, properties, request: CommitRequest
+    ) -> CommitResult:
+        transfer = Transfer(spark, path, source, request.source_bytes)
+        in_memory = transfer.fits_in_memory()
+        data = _checked(transfer, plan, source, in_memory)
+        if plan.cluster_by and in_memory:  # ordered by key within and across files
+            data = data.sort_by([(c, "ascending") for c in plan.cluster_by])
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
-        write_deltalake(
-            snapshot.table if snapshot is not None else path,
-            data,
-            mode="overwrite" if overwrite else "append",
-            schema_mode="merge",
-            predicate=render(plan.replace_where, DataFusionDialect())
-            if plan.replace_where is not None
-            else None,
-            configuration=(request.table_properties or None) if snapshot is None else None,
-            commit_properties=properties,
+        created = snapshot is None
+        transfer.run(
+            lambda: write_deltalake(
+                snapshot.table if snapshot is not None else path,
+                data,
+                mode="overwrite" if overwrite else "append",
+                schema_mode="merge",
+                predicate=render(plan.replace_where, DataFusionDialect())
+                if plan.replace_where is not None
+                else None,
+                target_file_size=TARGET_FILE_BYTES,
+                configuration={TARGET_FILE_SIZE_PROPERTY: str(TARGET_FILE_BYTES), **request.table_properties}
+                if created
+                else None,
+                commit_properties=properties,
+            )
         )
         table = snapshot.table if snapshot is not None else DeltaTable(path)
         landed = _landed_commit(table, snapshot.version if snapshot is not None else -1, request.load_id)
@@ -232,6 +242,17 @@ class DeltaRsWriter:
                 f"another writer changed table {path} while its properties were being set; retry the load. "
                 f"({exc})"
             ) from exc
+
+
+def _checked(transfer: Transfer, plan: MergePlan, source, in_memory: bool):
+    """The source as Arrow (a table in memory, else a stream), its unique key checked before any commit:
+    in the Arrow data once it is on the driver, in Spark before a stream starts."""
+    if not in_memory:
+        unique_keys.check_spark(source, plan)
+        return transfer.reader()
+    data = transfer.table()
+    unique_keys.check_arrow(data, plan)
+    return data
 
 
 def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:

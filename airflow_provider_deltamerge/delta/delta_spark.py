@@ -22,6 +22,7 @@ conf; a session that already has that value is left alone.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import weakref
@@ -32,7 +33,8 @@ from typing import Any
 from ..errors import ConflictError
 from ..plan.merge import MergePlan, Operation
 from ..spec.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
-from .delta_rs import counted_in_log
+from . import unique_keys
+from .delta_rs import TARGET_FILE_BYTES, counted_in_log
 from .spark_sql import (
     SPARK_SQL,
     USER_METADATA_CONF,
@@ -200,6 +202,7 @@ class DeltaSparkWriter:
         from delta.tables import DeltaTable
 
         ref = TableRef.parse(path)
+        unique_keys.check_spark(source, plan)  # before anything commits
         read_version = snapshot.version if snapshot is not None else -1
         merging = plan.operation is Operation.MERGE
         files_removed, rows_deleted = (None, None) if merging else _overwritten_counts(spark, snapshot, plan)
@@ -258,13 +261,22 @@ class DeltaSparkWriter:
 
 def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest, creating: bool) -> None:
     helpers = [c for c in plan.helper_columns if c in source.columns]
-    rows = source.drop(*helpers)
+    rows = _clustered(source.drop(*helpers), plan.cluster_by, request.source_bytes)
     options = write_options(plan, request, creating)
     writer = rows.write.format("delta").mode(write_mode(plan)).options(**options)
     if ref.by_name:
         writer.saveAsTable(ref.location)
     else:
         writer.save(ref.location)
+
+
+def _clustered(rows, columns: tuple[str, ...], source_bytes: int | None):
+    """Rows in files ordered by `columns` within and across them, about TARGET_FILE_BYTES each, so a
+    later MERGE bounded by a key range skips the files outside it."""
+    if not columns:
+        return rows
+    files = max(1, math.ceil((source_bytes or 0) / TARGET_FILE_BYTES))
+    return rows.repartitionByRange(files, *columns).sortWithinPartitions(*columns)
 
 
 def _overwritten_counts(spark, snapshot, plan: MergePlan) -> tuple[int | None, int | None]:

@@ -53,6 +53,7 @@ class CommitRequest:
     txn_version: int
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
     table_properties: dict[str, str] = field(default_factory=dict)  # given to a table this commit creates
+    source_bytes: int | None = None  # the staged batch's Arrow size, estimated while staging
 
     def user_metadata(self) -> str:
         """The commit's metadata as both writers record it: one JSON object of prefixed keys, the text of

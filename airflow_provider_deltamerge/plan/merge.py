@@ -7,6 +7,7 @@ join condition and the ordered WHEN clauses. Writers translate it; they decide n
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
@@ -16,6 +17,7 @@ from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_e
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
 HARD_DELETE_FLAG = "__hd"  # helper column: non-null boolean, true where the row is a hard delete
 KEY_PREFIX = "__k_"  # helper key columns of 'delete' rows
+UNIQUE_KEY_STRATEGIES = ("upsert", "insert-only")  # strategies that take one source row per primary key
 
 
 class Operation(str, Enum):
@@ -54,6 +56,10 @@ class MergePlan:
     replace_where: Expr | None = None  # OVERWRITE only: replace just the rows matching this
     reason: str = ""  # one line for the log: why this plan
     retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire
+    cluster_by: tuple[str, ...] = ()  # WRITE / OVERWRITE: lay rows out in files ordered by these columns
+    unique_key: tuple[str, ...] = ()  # the source must hold each value of these at most once; the writer
+    #                                   refuses it otherwise, before committing
+    strategy: str = ""  # the merge strategy, for the errors that name it
 
     @property
     def needs_target_read(self) -> bool:
@@ -78,10 +84,13 @@ def plan_load(
     `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
     `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
     """
+    cluster_by = hints.primary_key or hints.merge_key  # files a later merge can skip by key
     if disposition.disposition == "replace":
         if batch_empty and not table_exists:
             return MergePlan(Operation.NOTHING, reason="replace of an empty batch into a missing table")
-        return MergePlan(Operation.OVERWRITE, reason="replace: the table holds exactly this batch")
+        return MergePlan(
+            Operation.OVERWRITE, cluster_by=cluster_by, reason="replace: the table holds exactly this batch"
+        )
     if disposition.disposition == "append" and replace_where is not None and table_exists:
         return MergePlan(
             Operation.OVERWRITE,
@@ -93,16 +102,27 @@ def plan_load(
     if disposition.disposition == "append":
         return MergePlan(Operation.WRITE, reason="append")
     flag = (HARD_DELETE_FLAG,) if hard_delete else ()
+    strategy = disposition.strategy
+    unique = hints.primary_key if strategy in UNIQUE_KEY_STRATEGIES else ()
     if not table_exists:
-        return MergePlan(Operation.WRITE, helper_columns=flag, reason=f"{disposition.label} into a new table")
-    if disposition.strategy == "upsert":
-        return _plan_upsert(hints, flag)
-    if disposition.strategy == "insert-only":
+        return MergePlan(
+            Operation.WRITE,
+            helper_columns=flag,
+            cluster_by=cluster_by,
+            unique_key=unique,
+            strategy=strategy,
+            reason=f"{disposition.label} into a new table",
+        )
+    if strategy == "upsert":
+        return dataclasses.replace(_plan_upsert(hints, flag), unique_key=unique, strategy=strategy)
+    if strategy == "insert-only":
         return MergePlan(
             Operation.MERGE,
             on=keys_equal(hints.primary_key, hints.primary_key),
             clauses=(Clause("not_matched", "insert_all"),),
             helper_columns=flag,
+            unique_key=unique,
+            strategy=strategy,
             reason="insert-only: insert keys not yet present",
         )
     return _plan_delete_insert(hints, flag)

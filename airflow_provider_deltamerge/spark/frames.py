@@ -16,12 +16,12 @@ from pyspark.sql import types as T
 from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, SourceError
 from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
+from .profile import STORABLE_DATES, outside_storable_dates
 
 log = logging.getLogger(__name__)
 
 INPUT_ORDER = HELPER_PREFIX + "ord"  # position of the row in the input, for deterministic dedup ties
 RANK = HELPER_PREFIX + "rank"
-_DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 DUPLICATE_EXAMPLES = 5
 ID_LENGTH = 14  # base64 characters of a row id or version hash: the length of dlt's ids
 
@@ -131,26 +131,17 @@ def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, .
     )
 
 
-# The dates every Delta reader can read back: Python's and Arrow-to-Python conversions end at these.
-STORABLE_DATES = ("0001-01-01", "9999-12-31")
-
-
-def check_storable_dates(df: DataFrame, key: tuple[str, ...]) -> None:
+def check_storable_dates(df: DataFrame, key: tuple[str, ...], outside: dict[str, int]) -> None:
     """Refuse dates and timestamps outside STORABLE_DATES: Spark computes them, Delta stores them, and
-    then no deltalake or pyarrow reader can read the table again. One aggregate over the batch."""
-    columns = [f.name for f in df.schema.fields if isinstance(f.dataType, _DATE_TYPES)]
-    if not columns:
-        return
-    low, high = (F.lit(bound).cast("date") for bound in STORABLE_DATES)
-    outside = {c: (F.to_date(F.col(f"`{c}`")) < low) | (F.to_date(F.col(f"`{c}`")) > high) for c in columns}
-    counts = df.agg(*(F.sum(o.cast("long")).alias(c) for c, o in outside.items())).first()
-    for column in columns:
-        if counts[column]:
+    then no deltalake or pyarrow reader can read the table again. `outside` holds the count of such
+    values per column, profiled while the batch was computed; only a refusal reads the batch again."""
+    for column, count in outside.items():
+        if count:
             shown = list(key) or [c for c in df.columns if not c.startswith((HELPER_PREFIX, "_dlt"))][:3]
             as_text = [F.col(f"`{c}`").cast("string").alias(c) for c in dict.fromkeys([*shown, column])]
-            example = df.filter(outside[column]).select(*as_text).first()  # Python holds no such date
+            example = df.filter(outside_storable_dates(column)).select(*as_text).first()  # no Python date
             raise SourceError(
-                f"column {column!r} holds {counts[column]} value(s) outside {STORABLE_DATES[0]}.."
+                f"column {column!r} holds {count} value(s) outside {STORABLE_DATES[0]}.."
                 f"{STORABLE_DATES[1]}, e.g. {example[column]!r} in the row with "
                 f"{ {c: example[c] for c in shown} }; Delta readers cannot read such values back. "
                 "Nothing was loaded. Fix or filter them in the source."

@@ -1,7 +1,7 @@
 """The stage step: one extracted batch made ready for its commit, in two parts.
 
-- `stage_batch`: the preparation rules in their order (key checks, dedup, hard-delete flags, unique-key
-  checks, system columns), computed once;
+- `stage_batch`: the preparation rules in their order (key checks, dedup, hard-delete flags, system
+  columns), computed from the source in one pass (the writer checks unique keys, see plan.unique_key);
 - `shape_source`: the merge source the plan asks for, built from the staged batch (helper columns start
   with `__`). The planner decides the shape; this only builds it.
 """
@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..errors import NullKeyError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
+from ..plan.pruning import KeyRange
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import frames
+from . import frames, profile
 from .scd2 import rows_and_retires
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,8 @@ class StagedBatch:
     df: DataFrame  # materialised; data columns, system columns, and __hd where hard deletes apply
     rows_extracted: int
     rows_staged: int
+    key_ranges: tuple[KeyRange, ...] = ()  # min and max of the key columns, for pruning merges
+    arrow_bytes: int = 0  # the staged batch's size as Arrow, estimated before any transfer
 
     @property
     def empty(self) -> bool:
@@ -38,25 +42,73 @@ class StagedBatch:
 
 
 def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints, load_id: str) -> StagedBatch:
-    """Key checks, dedup, hard-delete flags, unique-key checks and system columns, then materialise."""
-    keys = {"primary_key": hints.primary_key, "merge_key": hints.merge_key}
-    rows_extracted = frames.check_key_columns(df, {k: v for k, v in keys.items() if v})
-    if rows_extracted == 0:  # nothing to dedup or check, and maybe not even the key columns
-        return StagedBatch(frames.add_system_columns(df, load_id).drop(frames.INPUT_ORDER), 0, 0)
-    strategy = disposition.strategy
-    if strategy == "delete-insert" and hints.primary_key and not disposition.deduplicated:
+    """Key checks, dedup, hard-delete flags and system columns, computed from the source in one pass
+    that materialises the batch and profiles it (spark/profile.py)."""
+    keys = {k: v for k, v in {"primary_key": hints.primary_key, "merge_key": hints.merge_key}.items() if v}
+    if _lacks_columns(df, keys, disposition, hints):  # refused, or an empty batch: the checks as before
+        if frames.check_key_columns(df, keys) == 0:
+            return _empty(df, load_id)
+    key_columns = list(dict.fromkeys(c for columns in keys.values() for c in columns))
+    raw = df
+    if profile.observes_in_pass(df):
+        df, raw_profile = profile.with_observed(df, profile.null_counts(df, key_columns))
+    else:  # one job over the source for what only the raw batch shows
+        counted = profile.aggregated(df, profile.null_counts(df, key_columns))
+        raw_profile = lambda: counted  # noqa: E731
+    staged = _prepared(df, disposition, hints, load_id)
+    ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
+    aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
+    aggregates += profile.text_bytes(staged)
+    if profile.observes_in_pass(staged):
+        staged, staged_profile = profile.with_observed(staged, aggregates)
+        staged = frames.materialize(staged)
+        after = staged_profile()
+    else:
+        staged = frames.materialize(staged)
+        after = profile.aggregated(staged, aggregates)
+    before = raw_profile()
+    if before.rows == 0:
+        return _empty(raw, load_id)
+    for hint, columns in keys.items():
+        for column in columns:
+            if before.get(f"null:{column}"):
+                raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
+    # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on the
+    # rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
+    if disposition.strategy == "upsert" and hints.hard_delete:
+        frames.check_unique_keys(staged, hints.primary_key, disposition.strategy)
+    outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
+    frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
+    ranges = profile.key_ranges(staged, after, ranged)
+    return StagedBatch(staged, before.rows, after.rows, ranges, profile.arrow_bytes(staged, after))
+
+
+def _lacks_columns(df: DataFrame, keys: dict, disposition: WriteDisposition, hints: TableHints) -> bool:
+    """Whether a key or dedup_sort column is absent: refused unless the batch is empty."""
+    if any(c not in df.columns for columns in keys.values() for c in columns):
+        return True
+    sort = hints.dedup_sort
+    return sort is not None and _dedups(disposition, hints) and sort[0] not in df.columns
+
+
+def _dedups(disposition: WriteDisposition, hints: TableHints) -> bool:
+    deduplicates = disposition.strategy == "delete-insert" and not disposition.deduplicated
+    return deduplicates and bool(hints.primary_key)
+
+
+def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, load_id: str) -> DataFrame:
+    """The preparation rules in their order, lazily: dedup, hard-delete flags, system columns."""
+    if _dedups(disposition, hints):
         df = frames.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
-    if strategy == "upsert":
-        frames.check_unique_keys(df, hints.primary_key, strategy)
-    elif strategy == "insert-only":
-        frames.check_unique_keys(unflagged_rows(df), hints.primary_key, strategy)
-    id_key = hints.primary_key if strategy in ID_FROM_PRIMARY_KEY else ()
-    df = frames.add_system_columns(df, load_id, id_key).drop(frames.INPUT_ORDER)
-    staged = frames.materialize(df)
-    frames.check_storable_dates(staged, hints.primary_key or hints.merge_key)
-    return StagedBatch(staged, rows_extracted, staged.count())
+    id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
+    return frames.add_system_columns(df, load_id, id_key).drop(frames.INPUT_ORDER)
+
+
+def _empty(df: DataFrame, load_id: str) -> StagedBatch:
+    """An empty batch: nothing to dedup or check, and maybe not even the key columns."""
+    return StagedBatch(frames.add_system_columns(df, load_id).drop(frames.INPUT_ORDER), 0, 0)
 
 
 def shape_source(staged: DataFrame, plan: MergePlan, target_keys: DataFrame | None = None) -> DataFrame:

@@ -31,10 +31,8 @@ def test_a_created_table_has_the_properties_and_one_commit(spark, dataset):
     }
     info = load(spark, dataset, ROWS, table_properties=wanted)
 
-    assert configuration(info.table_path) == {
-        "delta.checkpointInterval": "5",
-        "delta.logRetentionDuration": "interval 14 days",
-    }
+    expected = {"delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 14 days"}
+    assert configuration(info.table_path).items() >= expected.items()
     assert table_version(info.table_path) == 0 == info.table_version
     assert read_rows(info.table_path) == ROWS
 
@@ -48,10 +46,8 @@ def test_changed_properties_are_set_by_one_metadata_commit_before_the_load(spark
     )
     second = load(spark, dataset, CHANGED, table_properties={"delta.checkpointInterval": 20})
 
-    assert configuration(second.table_path) == {
-        "delta.checkpointInterval": "20",
-        "delta.targetFileSize": "1000000",
-    }
+    expected = {"delta.checkpointInterval": "20", "delta.targetFileSize": "1000000"}
+    assert configuration(second.table_path).items() >= expected.items()
     assert second.table_version == first.table_version + 2  # the properties' commit, then the load's
     history = DeltaTable(second.table_path).history()
     assert [h["version"] for h in history[:2]] == [second.table_version, second.table_version - 1]

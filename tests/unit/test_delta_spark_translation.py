@@ -607,9 +607,28 @@ class ShapedSource(Source):
     def __init__(self, columns, table):
         super().__init__(columns)
         self.write = WriteStandIn(table)
+        self.grouped_by: list[tuple] = []
 
     def drop(self, *columns):
         return self
+
+    def groupBy(self, *columns):  # the unique-key check: a query that finds no duplicates
+        self.grouped_by.append(columns)
+        return NoDuplicates()
+
+
+class NoDuplicates:
+    def count(self):
+        return self
+
+    def filter(self, condition):
+        return self
+
+    def limit(self, n):
+        return self
+
+    def collect(self):
+        return []
 
 
 @pytest.fixture

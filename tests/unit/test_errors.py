@@ -26,6 +26,7 @@ EXAMPLES = {
     errors.LoadNotRecordedError: lambda: errors.LoadNotRecordedError(
         "/lake/_dlt_loads", "1717171717.123456", "/lake/events", 4, "permission denied"
     ),
+    errors.BatchTooLargeError: lambda: errors.BatchTooLargeError("/lake/events", 3 * 2**30, 2**30, "1g"),
     errors.JobFailedError: lambda: errors.JobFailedError("spark job failed", "Traceback ...\nValueError"),
 }
 

@@ -148,3 +148,23 @@ def test_every_plan_says_why():
         plan(APPEND, empty=True),
     ):
         assert p.reason
+
+
+def test_a_merge_is_bounded_by_the_batch_key_ranges_only_where_no_unmatched_target_row_is_touched():
+    from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
+    from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded
+
+    hints = TableHints(primary_key=("id",))
+    upsert = plan_load(
+        WriteDisposition("merge", "upsert"), hints, table_exists=True, batch_empty=False, hard_delete=False
+    )
+    ranges = (KeyRange("id", 10, 20), KeyRange("other", "a", "b"))
+    on = bounded(upsert, ranges).on
+    assert isinstance(on, And)
+    assert on.operands[-2:] == (Cmp(">=", Col("id", "t"), Lit(10)), Cmp("<=", Col("id", "t"), Lit(20)))
+    assert bounded(upsert, ()) == upsert  # an empty batch has no ranges
+
+    append = plan_load(
+        WriteDisposition("append"), hints, table_exists=True, batch_empty=False, hard_delete=False
+    )
+    assert bounded(append, ranges) == append

@@ -1,0 +1,229 @@
+"""The batch from Spark to delta-rs as Arrow record batches, never more of it at once than needed.
+
+- `record_batches`: the DataFrame's Arrow batches as Spark delivers them to the driver (on a classic
+  session, over the socket its Arrow collection serves, one batch at a time; elsewhere from
+  `toArrow()`), every column nullable, timestamps in UTC;
+- `Progress`: a task-log line at most every PROGRESS_SECONDS with the batches, rows and bytes so far;
+- `Transfer`: one batch on its way, whole or streamed by its size;
+- `driver_budget`: how much Arrow the driver may take, from `spark.driver.memory` and
+  `spark.driver.maxResultSize`; a batch estimated above it is refused before anything is transferred.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from ..errors import BatchTooLargeError
+
+log = logging.getLogger(__name__)
+
+PROGRESS_SECONDS = 5.0  # the longest quiet spell in the task log while a batch moves
+IN_MEMORY_BYTES = (
+    256 * 2**20
+)  # a batch up to this size is merged whole (file skipping), a larger one streamed
+DRIVER_SHARE = 0.4  # of spark.driver.memory: Arrow results pass through the driver's JVM heap
+_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def arrow_schema(df) -> pa.Schema:
+    """The DataFrame's schema as Arrow: timestamps in UTC, every column nullable (Spark marks some
+    columns non-nullable; tables created so would refuse the helper rows of later merges)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        schema = to_arrow_schema(df.schema, timezone="UTC")
+    except TypeError:  # PySpark 3.5 takes no time zone: its timestamps are UTC already
+        schema = to_arrow_schema(df.schema)
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
+def record_batches(df, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The DataFrame's rows as Arrow batches of `schema`, in the order Spark finishes them."""
+    if hasattr(df, "_jdf") and hasattr(df._jdf, "collectAsArrowToPython"):
+        batches = _served_batches(df)
+    else:  # Spark Connect: its toArrow() is the one Arrow path
+        batches = iter(df.toArrow().to_batches())
+    for batch in batches:
+        yield _conformed(batch, schema)
+
+
+def _served_batches(df) -> Iterator[pa.RecordBatch]:
+    """Batches read one by one from the socket Spark serves its Arrow collection on (what `toArrow()`
+    drains whole). Spark's error, if the job fails, is raised once the socket is done."""
+    from pyspark.sql.pandas.serializers import ArrowCollectSerializer
+    from pyspark.util import _load_from_socket
+
+    port, secret, server = df._jdf.collectAsArrowToPython()
+    try:
+        with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
+            for item in stream:  # batches, then the list of their partition order
+                if isinstance(item, pa.RecordBatch):
+                    yield item
+    finally:
+        with _spark_errors_unwrapped():
+            server.getResult()
+
+
+def _spark_errors_unwrapped():
+    """Spark's own exception types for a failed job, where this PySpark offers the unwrapping."""
+    try:
+        from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    except ImportError:
+        return contextlib.nullcontext()
+    return unwrap_spark_exception()
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    if batch.schema.types == schema.types:  # only nullability or metadata differ
+        return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+    return pa.Table.from_batches([batch]).cast(schema).combine_chunks().to_batches()[0]
+
+
+class Progress:
+    """Counts what passes and logs it at most every `every` seconds (and once at the end)."""
+
+    def __init__(self, what: str, every: float | None = None):
+        self.what, self.every = what, PROGRESS_SECONDS if every is None else every
+        self.batches = self.rows = self.bytes = 0
+        self._started = self._logged = time.monotonic()
+
+    def counted(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            self.batches += 1
+            self.rows += batch.num_rows
+            self.bytes += batch.nbytes
+            now = time.monotonic()
+            if now - self._logged >= self.every:
+                self._logged = now
+                self._log("so far")
+            yield batch
+
+    def done(self) -> None:
+        self._log("in all")
+
+    def _log(self, when: str) -> None:
+        log.info(
+            "%s: %s batches, %s rows, %.1f MiB %s (%.1f s)",
+            self.what,
+            f"{self.batches:,}",
+            f"{self.rows:,}",
+            self.bytes / 2**20,
+            when,
+            time.monotonic() - self._started,
+        )
+
+
+def parse_bytes(text: str | None, default: int) -> int:
+    """Spark's size notation ("4g", "512m", "1073741824") in bytes; `default` where unset or unreadable."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", (text or "").lower())
+    if not match:
+        return default
+    return int(match.group(1)) * _UNITS.get(match.group(2), 1)
+
+
+def driver_budget(spark) -> tuple[int, str]:
+    """(bytes of Arrow the driver may take, spark.driver.memory as set)."""
+    memory = _conf(spark, "spark.driver.memory", "1g")
+    budget = int(parse_bytes(memory, 2**30) * DRIVER_SHARE)
+    max_result = parse_bytes(_conf(spark, "spark.driver.maxResultSize", "1g"), 2**30)
+    return (min(budget, max_result) if max_result > 0 else budget), memory
+
+
+def refuse_oversized(spark, table: str, batch_bytes: int | None) -> None:
+    """Refuse a batch estimated beyond the driver's budget before any of it moves."""
+    if batch_bytes is None:
+        return
+    budget, memory = driver_budget(spark)
+    if batch_bytes > budget:
+        raise BatchTooLargeError(table, batch_bytes, budget, memory)
+
+
+def _conf(spark, key: str, default: str) -> str:
+    try:
+        return spark.conf.get(key, default) or default
+    except Exception:  # a Connect server that hides a conf
+        return default
+
+
+class Transfer:
+    """One batch on its way from Spark to delta-rs: whole in memory when small enough, else streamed
+    while delta-rs consumes it; its progress logged; Spark's own error kept when delta-rs reports it
+    through the Arrow stream; a batch too big for the driver refused before any of it moves."""
+
+    def __init__(self, spark, table: str, source, estimated_bytes: int | None):
+        refuse_oversized(spark, table, estimated_bytes)
+        self.spark, self.table_uri, self.estimated_bytes = spark, table, estimated_bytes
+        self.schema = arrow_schema(source)
+        self._progress = Progress(f"transfer to {table}")
+        self._batches = self._kept_errors(self._progress.counted(record_batches(source, self.schema)))
+        self._error: BaseException | None = None
+
+    def fits_in_memory(self) -> bool:
+        """Merged in memory (delta-rs then skips files by the condition's bounds) when the batch is
+        known to be at most IN_MEMORY_BYTES; streamed otherwise. The choice and its reason are logged."""
+        size = self.estimated_bytes
+        fits = size is not None and size <= IN_MEMORY_BYTES
+        shown = "unknown size" if size is None else f"about {size / 2**20:,.1f} MiB"
+        limit = f"{IN_MEMORY_BYTES / 2**20:,.0f} MiB"
+        if fits:
+            log.info(
+                "batch for %s: %s <= %s, taken whole: files outside its key ranges are skipped",
+                self.table_uri,
+                shown,
+                limit,
+            )
+        else:
+            log.info(
+                "batch for %s: %s, more than %s or unknown: streamed while delta-rs consumes it",
+                self.table_uri,
+                shown,
+                limit,
+            )
+        return fits
+
+    def table(self) -> pa.Table:
+        try:
+            return pa.Table.from_batches(list(self._batches), schema=self.schema)
+        except Exception as exc:
+            oversized = self._oversized(exc)
+            if oversized is None:
+                raise
+            raise oversized from exc
+
+    def reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.schema, self._batches)
+
+    def run(self, operation):
+        """Run the delta-rs operation that consumes the batch; a Spark failure during the transfer is
+        raised as itself (delta-rs would wrap it in an Arrow stream error)."""
+        try:
+            result = operation()
+        except Exception as exc:
+            if self._error is not None:
+                raise self._oversized(self._error) or self._error from exc
+            raise
+        self._progress.done()
+        return result
+
+    def _kept_errors(self, batches):
+        try:
+            yield from batches
+        except BaseException as exc:
+            self._error = exc
+            raise
+
+    def _oversized(self, error: BaseException) -> BatchTooLargeError | None:
+        text = str(error)
+        if "maxResultSize" not in text and "OutOfMemoryError" not in text:
+            return None
+        budget, memory = driver_budget(self.spark)
+        size = self.estimated_bytes or self._progress.bytes
+        return BatchTooLargeError(self.table_uri, size, budget, memory, f" (Spark: {text.splitlines()[0]})")

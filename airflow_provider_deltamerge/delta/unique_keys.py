@@ -1,0 +1,38 @@
+"""A merge source must hold each key once where the plan says so (upsert, insert-only): checked by the
+writer on the source it commits, in Arrow where the batch is on the driver anyway (no Spark job), else
+in Spark, always before anything is committed."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import DuplicateKeyError
+from ..plan.merge import MergePlan
+
+EXAMPLES = 5
+
+
+def check_arrow(data: pa.Table, plan: MergePlan) -> None:
+    """Refuse an Arrow source whose unique key occurs more than once, naming some of its values."""
+    keys = list(plan.unique_key)
+    if not keys or data.num_rows == 0:
+        return
+    counts = data.select(keys).group_by(keys).aggregate([([], "count_all")])
+    duplicated = counts.filter(pc.greater(counts["count_all"], 1))
+    if duplicated.num_rows:
+        rows = duplicated.slice(0, EXAMPLES).select(keys).to_pylist()
+        examples = sorted((tuple(r[c] for c in keys) for r in rows), key=repr)
+        raise DuplicateKeyError(plan.unique_key, plan.strategy, examples, duplicated.num_rows)
+
+
+def check_spark(source, plan: MergePlan) -> None:
+    """The same check as a Spark job over the source (a DataFrame), for sources not on the driver."""
+    keys = list(plan.unique_key)
+    if not keys:
+        return
+    duplicated = source.groupBy(*keys).count().filter("`count` > 1")
+    found = duplicated.limit(EXAMPLES).collect()  # no sort: the common case has none to find
+    if found:
+        examples = sorted((tuple(r[c] for c in keys) for r in found), key=repr)
+        raise DuplicateKeyError(plan.unique_key, plan.strategy, examples, duplicated.count())

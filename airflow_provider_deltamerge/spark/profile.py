@@ -1,0 +1,147 @@
+"""What staging learns about a batch while computing it: counts, null keys, dates Delta readers cannot
+read back, the range of each key column and the bytes of its text, all from the one pass that
+materialises the batch.
+
+On a classic SparkSession the aggregates ride on that pass as observed metrics (`DataFrame.observe`),
+so the source is computed once and no second job reads it. Elsewhere (Spark Connect, PySpark before 4)
+the aggregates after staging are one job over the materialised batch, and those of the raw batch one
+job over the source, as before.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..plan.pruning import KeyRange
+
+_OBSERVE_SUPPORTED = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4
+DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
+_RANGED_TYPES = (T.IntegralType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)
+_TEXT_TYPES = (T.StringType, T.BinaryType)
+STORABLE_DATES = ("0001-01-01", "9999-12-31")  # what every Delta reader (Python, Arrow) can read back
+
+
+@dataclass(frozen=True)
+class Profile:
+    rows: int
+    values: dict[str, Any]  # aggregate name -> value
+
+    def get(self, name: str, default: Any = 0) -> Any:
+        value = self.values.get(name)
+        return default if value is None else value
+
+
+def observes_in_pass(df: DataFrame) -> bool:
+    """Whether aggregates can ride on the materialising pass: a classic session of PySpark 4 or later."""
+    return _OBSERVE_SUPPORTED and not type(df).__module__.startswith("pyspark.sql.connect")
+
+
+def with_observed(df: DataFrame, aggregates: list[Column]):
+    """(df carrying the aggregates as observed metrics, a function returning them after an action)."""
+    from pyspark.sql import Observation
+
+    observation = Observation()
+    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"), *aggregates)
+    return observed, lambda: _profile(observation.get)
+
+
+def aggregated(df: DataFrame, aggregates: list[Column]) -> Profile:
+    """The aggregates as one job over `df`."""
+    return _profile(df.agg(F.count(F.lit(1)).alias("rows"), *aggregates).first().asDict())
+
+
+def _profile(values: dict[str, Any]) -> Profile:
+    values = dict(values)
+    return Profile(int(values.pop("rows") or 0), values)
+
+
+# ---- the aggregates ----
+
+
+def null_counts(df: DataFrame, columns: list[str]) -> list[Column]:
+    return [F.sum(F.col(f"`{c}`").isNull().cast("long")).alias(f"null:{c}") for c in columns]
+
+
+def date_columns(df: DataFrame) -> list[str]:
+    return [f.name for f in df.schema.fields if isinstance(f.dataType, DATE_TYPES)]
+
+
+def outside_storable_dates(column: str) -> Column:
+    low, high = (F.lit(bound).cast("date") for bound in STORABLE_DATES)
+    as_date = F.to_date(F.col(f"`{column}`"))
+    return (as_date < low) | (as_date > high)
+
+
+def unstorable_date_counts(df: DataFrame) -> list[Column]:
+    return [F.sum(outside_storable_dates(c).cast("long")).alias(f"dates:{c}") for c in date_columns(df)]
+
+
+def ranged_columns(df: DataFrame, columns: tuple[str, ...]) -> list[str]:
+    """Key columns whose min and max bound a merge: integers, text, dates and timestamps."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    return [c for c in columns if c in types and isinstance(types[c], _RANGED_TYPES)]
+
+
+def key_bounds(df: DataFrame, columns: list[str]) -> list[Column]:
+    """min and max of each column; timestamps as microseconds since the epoch, free of any time zone."""
+    aggregates = []
+    for column in columns:
+        value = F.col(f"`{column}`")
+        if isinstance(df.schema[column].dataType, T.TimestampType):
+            value = F.unix_micros(value)
+        aggregates += [F.min(value).alias(f"min:{column}"), F.max(value).alias(f"max:{column}")]
+    return aggregates
+
+
+def text_bytes(df: DataFrame) -> list[Column]:
+    """Bytes of the text and binary columns, for the batch's Arrow size."""
+    text = [f.name for f in df.schema.fields if isinstance(f.dataType, _TEXT_TYPES)]
+    if not text:
+        return []
+    lengths = (F.coalesce(F.octet_length(F.col(f"`{c}`")), F.lit(0)) for c in text)
+    return [F.sum(sum(lengths, F.lit(0))).alias("text")]
+
+
+def key_ranges(df: DataFrame, profile: Profile, columns: list[str]) -> tuple[KeyRange, ...]:
+    """The profiled min and max of each column as plain values; none for an empty batch."""
+    ranges = []
+    for column in columns:
+        low, high = profile.values.get(f"min:{column}"), profile.values.get(f"max:{column}")
+        if low is None or high is None:
+            return ()
+        if isinstance(df.schema[column].dataType, T.TimestampType):
+            low, high = _utc_instant(low), _utc_instant(high)
+        ranges.append(KeyRange(column, low, high))
+    return tuple(ranges)
+
+
+def _utc_instant(micros: int) -> datetime:
+    seconds, fraction = divmod(micros, 1_000_000)
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=fraction)
+
+
+_FIXED_WIDTH = {
+    T.BooleanType: 1,
+    T.ByteType: 1,
+    T.ShortType: 2,
+    T.IntegerType: 4,
+    T.DateType: 4,
+    T.FloatType: 4,
+}
+
+
+def arrow_bytes(df: DataFrame, profile: Profile) -> int:
+    """The batch's Arrow size: fixed-width columns by type (8 bytes unless smaller), text by its bytes
+    plus offsets. An estimate good to a few percent, known before the transfer."""
+    per_row = 0
+    for f in df.schema.fields:
+        kind = type(f.dataType)
+        per_row += 4 if issubclass(kind, _TEXT_TYPES) else _FIXED_WIDTH.get(kind, 8)
+    return profile.rows * per_row + int(profile.get("text"))

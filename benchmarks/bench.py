@@ -1,0 +1,86 @@
+"""One upsert benchmark: run_load beside the embedded floor, Delta's own MERGE on Spark and dlt.
+
+Per size, interleaved (the order rotates each repetition, each run on a fresh copy of one target):
+- run_load with each writer available (delta-rs always; delta-spark when Delta's jars are given);
+- the embedded floor: Spark builds the same change set (with the system columns), `toArrow()`, and a
+  hand-written delta-rs upsert merge;
+- a hand-written `DeltaTable.merge` on Spark, when Delta's jars are given (`--delta-jars`);
+- dlt's Delta upsert of the same rows into its own table, when dlt is available (`--dlt-python`, or
+  `--dlt-venv DIR`, created with pinned dlt when missing).
+Every result table is verified (row count, sampled updated, inserted and untouched rows). Printed: a
+table of median/min/max seconds, peak RSS of the process tree, files added/removed, and the P1-P6
+ratios with PASS/FAIL; `--out` writes it all as JSON.
+
+    python benchmarks/bench.py --quick
+    python benchmarks/bench.py --dlt-venv .venv-dlt --out bench.json        # the full sizes
+    python benchmarks/bench.py --sizes 1000000:100000:uniform --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_report import ratios, render  # noqa: E402
+from bench_sides import Sides, spark_session  # noqa: E402
+from workload import Size  # noqa: E402
+
+FULL = (
+    "1000000:100000:uniform",
+    "10000000:1000000:uniform",
+    "10000000:100000:clustered",
+    "5000000:100000:clustered",  # with 10M/100k clustered: the same change into a table twice as large
+)
+QUICK = ("200000:20000:uniform", "200000:20000:clustered", "400000:20000:clustered")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", nargs="+", help="target:changed[:uniform|clustered] ...")
+    parser.add_argument("--quick", action="store_true", help=f"small sizes: {' '.join(QUICK)}")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dlt-python", help="a Python with dlt[deltalake] installed")
+    parser.add_argument("--dlt-venv", help="a virtualenv for dlt, created (pinned) when missing")
+    parser.add_argument("--delta-jars", help="local Delta jars (comma-separated): adds the Spark sides")
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--out", help="write the results as JSON here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(argv)
+    sizes = [Size.parse(s) for s in (args.sizes or (QUICK if args.quick else FULL))]
+    spark = spark_session(args.driver_memory, args.delta_jars)
+    work = Path(tempfile.mkdtemp(prefix="deltamerge-bench-"))
+    try:
+        sides = Sides(spark, work, dlt_python(args))
+        results = [sides.run_size(size, args.repeat) for size in sizes]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = {"sizes": results, "ratios": ratios(results), "sides": sides.available()}
+    print(render(report))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2, default=str))
+    return report
+
+
+def dlt_python(args: argparse.Namespace) -> str | None:
+    if args.dlt_python:
+        return args.dlt_python
+    if not args.dlt_venv:
+        return None
+    from bench_sides import dlt_virtualenv
+
+    return dlt_virtualenv(Path(args.dlt_venv))
+
+
+if __name__ == "__main__":
+    main()

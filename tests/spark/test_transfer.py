@@ -1,0 +1,92 @@
+"""The delta-rs writer's transfer from Spark: whole or streamed by size with the same outcome, progress
+in the task log while it runs, a batch too big for the driver refused before anything is written; and
+tables laid out by key, so that a merge of a slice of the keys rewrites only the files holding it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_deltamerge import BatchTooLargeError, run_load
+from airflow_provider_deltamerge.delta import arrow_stream, delta_rs
+
+pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
+
+UPSERT = {"disposition": "merge", "strategy": "upsert"}
+
+
+def rows(ids, tag: str) -> list[dict]:
+    return [{"id": n, "name": f"{tag}-{n}", "amount": n * 0.5} for n in ids]
+
+
+def load(spark, dataset, batch, **options):
+    return run_load(
+        batch,
+        spark=spark,
+        dataset=dataset,
+        table_name="items",
+        write_disposition=UPSERT,
+        primary_key="id",
+        backend="delta-rs",
+        **options,
+    )
+
+
+def table_rows(dataset) -> dict[int, tuple]:
+    table = DeltaTable(f"{dataset}/items").to_pyarrow_table(columns=["id", "name", "amount"])
+    return {r["id"]: (r["name"], r["amount"]) for r in table.to_pylist()}
+
+
+@pytest.mark.parametrize("in_memory_bytes", [0, 2**30], ids=["streamed", "whole"])
+def test_a_streamed_merge_and_a_whole_one_load_the_same_rows(spark, dataset, monkeypatch, in_memory_bytes):
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", in_memory_bytes)
+    load(spark, dataset, spark.createDataFrame(rows(range(0, 400, 2), "old")).repartition(4))
+    info = load(spark, dataset, spark.createDataFrame(rows(range(100, 500), "new")).repartition(4))
+
+    assert (info.metrics["numTargetRowsUpdated"], info.metrics["numTargetRowsInserted"]) == (150, 250)
+    loaded = table_rows(dataset)
+    assert len(loaded) == 450
+    assert loaded[0] == ("old-0", 0.0) and loaded[101] == ("new-101", 50.5)
+    assert loaded[498] == ("new-498", 249.0)
+
+
+def test_the_transfer_logs_its_progress_while_it_runs(spark, dataset, monkeypatch, caplog):
+    monkeypatch.setattr(arrow_stream, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)
+    load(spark, dataset, rows(range(10), "old"))
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
+    caplog.clear()
+    load(spark, dataset, spark.createDataFrame(rows(range(300), "new")).repartition(3))
+
+    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
+    so_far = [line for line in lines if line.endswith("s)") and "so far" in line]
+    where = DeltaTable(f"{dataset}/items").table_uri
+    assert so_far and all(f"transfer to {where}" in line for line in so_far)
+    assert any("300 rows" in line and "in all" in line for line in lines)
+    assert any("streamed while delta-rs consumes it" in line for line in lines)
+
+
+def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(spark, dataset, monkeypatch):
+    first = load(spark, dataset, rows(range(10), "old"))
+    monkeypatch.setattr(arrow_stream, "DRIVER_SHARE", 1e-9)
+
+    with pytest.raises(BatchTooLargeError, match="spark.driver.memory="):
+        load(spark, dataset, rows(range(100), "new"))
+    assert DeltaTable(f"{dataset}/items").version() == first.table_version
+    assert table_rows(dataset)[3] == ("old-3", 1.5)
+
+
+def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(spark, dataset, monkeypatch):
+    monkeypatch.setattr(delta_rs, "TARGET_FILE_BYTES", 8 * 2**10)  # many small files
+    shuffled = spark.createDataFrame(rows(range(20_000), "old")).repartition(8)  # keys spread over partitions
+    load(spark, dataset, shuffled)
+    files = len(DeltaTable(f"{dataset}/items").file_uris())
+    assert files >= 20
+
+    info = load(spark, dataset, rows(range(10_000, 10_200), "new"))  # 1% of the keys, one slice
+    assert info.metrics["numTargetRowsUpdated"] == 200
+    assert info.metrics["numTargetFilesRemoved"] <= 2
+    loaded = table_rows(dataset)
+    assert len(loaded) == 20_000 and loaded[10_100][0] == "new-10100" and loaded[9_999][0] == "old-9999"
