@@ -9,8 +9,10 @@ them; the `deltamerge` command in `.cli`.
 from __future__ import annotations
 
 from .errors import (
+    CastError,
     ConfigError,
     ConflictError,
+    ContractError,
     CursorColumnMissingError,
     CursorValueMissingError,
     DeltaMergeError,
@@ -19,6 +21,7 @@ from .errors import (
     LoadNotRecordedError,
     MissingKeyColumnError,
     NullKeyError,
+    NullValueError,
     SchemaError,
     SourceError,
     StoreError,
@@ -48,8 +51,10 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "CastError",
     "ConfigError",
     "ConflictError",
+    "ContractError",
     "CursorColumnMissingError",
     "CursorValueMissingError",
     "DeltaMergeError",
@@ -61,6 +66,7 @@ __all__ = [
     "LoadRequest",
     "MissingKeyColumnError",
     "NullKeyError",
+    "NullValueError",
     "SchemaError",
     "SourceError",
     "StoreError",

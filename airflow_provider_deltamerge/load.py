@@ -27,13 +27,14 @@ from typing import Any
 from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.selection import select_writer
-from .delta.writer import CommitRequest
+from .delta.writer import CommitRequest, TableLayout
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
 from .plan.merge import Operation, plan_load
 from .spark import frames
 from .spark.extract import check_data, source_reader, to_dataframe
 from .spark.scd2 import stage_scd2
 from .spark.schema import align_to_table
+from .spark.schema_steps import shape_to_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from .spec.naming import naming_convention
@@ -118,6 +119,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
     steps.step("window", "%s", describe_window(opened.window if opened else None))
+    batch, schema = shape_to_schema(batch, request, table, _stored_columns(commits))
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
     steps.step(
@@ -126,7 +128,9 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
-    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored, steps)
+    load = _StagedLoad(
+        request, load_id, staged, opened.window if opened else None, new_state, stored, steps, schema
+    )
     attempt = 1
     while True:
         try:
@@ -168,6 +172,11 @@ def _cursor_state(request: LoadRequest, stored: store.StoreSnapshot, commits) ->
     return recovery.cursor_state(stored, request.pipeline, request.table, commits)
 
 
+def _stored_columns(commits) -> dict | None:
+    """The table's declared column schema, as its newest load stored it in its commit."""
+    return next((c.metadata.get("columns") for c in commits if "columns" in c.metadata), None)
+
+
 @dataclass(frozen=True)
 class _StagedLoad:
     """A load between staging and its commit: what stays the same if the commit has to be planned again."""
@@ -179,6 +188,7 @@ class _StagedLoad:
     new_state: dict | None
     stored: store.StoreSnapshot
     steps: StepLog
+    schema: Any  # spark.schema_steps.SchemaStep
 
     @property
     def window_dict(self) -> dict | None:
@@ -194,6 +204,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "table": request.table,
         "rows_extracted": staged.rows_extracted,
         "rows_staged": staged.rows_staged,
+        **load.schema.metrics,
         "writer": writer.name,
     }
     load.steps.step("plan", "%s", describe_plan(plan))
@@ -206,9 +217,14 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         writer.read_columns(spark, table, list(plan.delete_keys)) if plan.needs_target_read else None
     )
     source = shape_source(staged.df, plan, target_keys)
-    metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
+    metadata = {
+        **_commit_metadata(request, load_id, base_metrics, window),
+        "state": load.new_state,
+        "columns": load.schema.columns,
+    }
     stream = app_id(request.pipeline, request.table, request.run, load_id)
-    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata)
+    layout = TableLayout(load.schema.partition_by, load.schema.not_null)
+    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata, layout)
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see _applied_by_another

@@ -69,6 +69,7 @@ class DeltaRsSnapshot:
     table: DeltaTable
     version: int
     schema: object  # pyspark StructType
+    partition_columns: tuple[str, ...] = ()
 
     def row_count(self) -> int | None:
         return files_and_rows(self.table)[1]
@@ -97,15 +98,16 @@ def counted_in_log(location: str, version: int) -> tuple[int | None, int | None]
         return None, None
 
 
-def spark_to_arrow(df) -> pa.Table:
-    """The DataFrame as one Arrow table, every column nullable (timestamps in UTC).
+def spark_to_arrow(df, not_null: tuple[str, ...] = ()) -> pa.Table:
+    """The DataFrame as one Arrow table, every column nullable but those in `not_null` (timestamps in UTC).
 
     Spark marks some columns non-nullable (spark.range ids, arithmetic on them); tables created from
     such a schema would refuse the helper rows of later merges, so columns are stored nullable as dlt
-    stores them. Behind one function so the transfer can stream later.
+    stores them, unless declared NOT NULL: delta-rs makes a NOT NULL column nullable when an append
+    brings it as nullable. Behind one function so the transfer can stream later.
     """
     table = df.toArrow() if hasattr(df, "toArrow") else _collected_as_arrow(df)
-    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+    return table.cast(pa.schema([f.with_nullable(f.name not in not_null) for f in table.schema]))
 
 
 def _collected_as_arrow(df) -> pa.Table:
@@ -126,7 +128,8 @@ class DeltaRsWriter:
         except TableNotFoundError:
             return None
         arrow_schema = pa.schema(table.schema().to_arrow())
-        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema))
+        partitions = tuple(table.metadata().partition_columns)
+        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema), partitions)
 
     def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
         """The snapshot's columns in Spark: its parquet files where that is exact, else read via delta-rs."""
@@ -156,7 +159,7 @@ class DeltaRsWriter:
         try:
             if plan.operation is Operation.MERGE:
                 return self._merge(snapshot, plan, source, properties, request.load_id)
-            return self._write(path, snapshot, plan, source, properties, request.load_id)
+            return self._write(path, snapshot, plan, source, properties, request)
         except CommitFailedError as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
@@ -184,8 +187,11 @@ class DeltaRsWriter:
         landed = _landed_commit(snapshot.table, snapshot.version, load_id)
         return CommitResult(int(landed["version"]), metrics)
 
-    def _write(self, path: str, snapshot, plan: MergePlan, source, properties, load_id: str) -> CommitResult:
-        data = spark_to_arrow(source)
+    def _write(
+        self, path: str, snapshot, plan: MergePlan, source, properties, request: CommitRequest
+    ) -> CommitResult:
+        load_id, layout = request.load_id, request.layout
+        data = spark_to_arrow(source, _not_null(snapshot) if snapshot is not None else layout.not_null)
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
         write_deltalake(
@@ -193,6 +199,7 @@ class DeltaRsWriter:
             data,
             mode="overwrite" if overwrite else "append",
             schema_mode="merge",
+            partition_by=(list(layout.partition_by) or None) if snapshot is None else None,
             predicate=render(plan.replace_where, DataFusionDialect())
             if plan.replace_where is not None
             else None,
@@ -213,6 +220,11 @@ class DeltaRsWriter:
         except TableNotFoundError:
             return []
         return [logged_commit(e) for e in _history(table, limit)]
+
+
+def _not_null(snapshot: DeltaRsSnapshot) -> tuple[str, ...]:
+    """The table's NOT NULL columns, which a write must bring as non-nullable to keep them so."""
+    return tuple(f.name for f in snapshot.schema.fields if not f.nullable)
 
 
 def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:

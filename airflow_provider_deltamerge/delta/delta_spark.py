@@ -38,6 +38,7 @@ from .writer import (
     CommitRequest,
     CommitResult,
     LoggedCommit,
+    TableLayout,
     commit_metadata,
     logged_commit,
     merge_metrics,
@@ -157,6 +158,7 @@ class DeltaSparkSnapshot:
     version: int
     schema: Any  # pyspark StructType
     frame: Any  # the table as of `version`, a Spark DataFrame
+    partition_columns: tuple[str, ...] = ()
 
 
 class DeltaSparkWriter:
@@ -171,12 +173,14 @@ class DeltaSparkWriter:
         ref = TableRef.parse(path)
         if not table_exists(DeltaTable, spark, ref):
             return None
-        version = _latest_version(load_table(DeltaTable, spark, ref))
+        delta_table = load_table(DeltaTable, spark, ref)
+        version = _latest_version(delta_table)
+        partitions = tuple(delta_table.detail().select("partitionColumns").first()[0] or ())
         if ref.by_name:
             frame = spark.sql(f"SELECT * FROM {ref.quoted_name()} VERSION AS OF {version}")
         else:
             frame = spark.read.format("delta").option("versionAsOf", version).load(ref.location)
-        return DeltaSparkSnapshot(ref, version, frame.schema, frame)
+        return DeltaSparkSnapshot(ref, version, frame.schema, frame, partitions)
 
     def read_columns(self, spark, snapshot: DeltaSparkSnapshot, columns: list[str]):
         return snapshot.frame.select(*(SPARK_SQL.quote(c) for c in columns))
@@ -200,7 +204,7 @@ class DeltaSparkWriter:
                 if merging:
                     merge_builder(load_table(DeltaTable, spark, ref), source, plan).execute()
                 else:
-                    _write(spark, ref, plan, source, request)
+                    _write(spark, ref, plan, source, request, creating=snapshot is None)
         except conflicts as exc:
             raise ConflictError(
                 f"another writer changed table {path} while this load was committing; nothing was written "
@@ -225,14 +229,35 @@ class DeltaSparkWriter:
         return [logged_commit(e) for e in _history(load_table(DeltaTable, self.spark, ref), limit)]
 
 
-def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest) -> None:
+def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest, creating: bool) -> None:
     helpers = [c for c in plan.helper_columns if c in source.columns]
     rows = source.drop(*helpers)
     writer = rows.write.format("delta").mode(write_mode(plan)).options(**write_options(plan, request))
+    layout = request.layout
+    if creating and layout.not_null:
+        _create_with_not_null(spark, ref, rows.schema, layout)
+    elif creating and layout.partition_by:
+        writer = writer.partitionBy(*layout.partition_by)
     if ref.by_name:
         writer.saveAsTable(ref.location)
     else:
         writer.save(ref.location)
+
+
+def _create_with_not_null(spark, ref: TableRef, schema, layout: TableLayout) -> None:
+    """Create the table with its NOT NULL columns before its first write: Delta stores every column of a
+    DataFrame write as nullable, and only a table definition keeps NOT NULL. The definition is a commit of
+    its own (no data, no load id); the load's rows follow in the next."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import types as T
+
+    fields = [T.StructField(f.name, f.dataType, f.name not in layout.not_null) for f in schema.fields]
+    builder = DeltaTable.createIfNotExists(spark)
+    builder = builder.tableName(ref.location) if ref.by_name else builder.location(ref.location)
+    builder = builder.addColumns(T.StructType(fields))
+    if layout.partition_by:
+        builder = builder.partitionedBy(*layout.partition_by)
+    builder.execute()
 
 
 def _overwritten_counts(spark, snapshot, plan: MergePlan) -> tuple[int | None, int | None]:

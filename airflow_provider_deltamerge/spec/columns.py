@@ -243,7 +243,12 @@ def merged_columns(
     """The table's declared schema after this load: the stored one, with this load's columns over it."""
     merged = {name: _stored_part(hints) for name, hints in (stored or {}).items()}
     for name, hints in (given or {}).items():
-        merged[name] = {**merged.get(name, {}), **_stored_part(hints)}
+        before = merged.get(name, {})
+        if "data_type" in hints:  # a new type comes with its own precision, scale and timezone
+            before = {
+                k: v for k, v in before.items() if k not in ("data_type", "precision", "scale", "timezone")
+            }
+        merged[name] = {**before, **_stored_part(hints)}
     return {name: hints for name, hints in merged.items() if hints} or None
 
 
