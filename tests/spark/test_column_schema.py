@@ -163,8 +163,14 @@ def test_not_nullable_columns_are_not_null_in_delta_and_a_null_is_refused(spark,
         load(spark, dataset, [{"id": 4}])  # a missing value is a NULL
     assert DeltaTable(path).version() == version
     load(spark, dataset, [{"id": 2, "code": "b"}], write_disposition="append", primary_key=None)
+    load(
+        spark,
+        dataset,
+        [{"id": 1, "code": "z"}],
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+    )
     assert delta_schema(path)["code"] == (pa.string(), False)
-    assert read_rows(path) == [{"id": 1, "code": "a"}, {"id": 2, "code": "b"}]
+    assert read_rows(path, order_by=["id"]) == [{"id": 1, "code": "z"}, {"id": 2, "code": "b"}]
 
 
 def test_declared_columns_the_batch_lacks_are_created_and_partitioning_is_kept(spark, dataset):
