@@ -119,7 +119,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
     steps.step("window", "%s", describe_window(opened.window if opened else None))
-    batch, schema = shape_to_schema(batch, request, table, _stored_columns(commits))
+    batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
     steps.step(
@@ -128,9 +128,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
-    load = _StagedLoad(
-        request, load_id, staged, opened.window if opened else None, new_state, stored, steps, schema
-    )
+    window = opened.window if opened else None
+    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, schema)
     attempt = 1
     while True:
         try:
@@ -170,11 +169,6 @@ def _cursor_state(request: LoadRequest, stored: store.StoreSnapshot, commits) ->
     if request.cursor is None or request.disposition.disposition == "replace":
         return None
     return recovery.cursor_state(stored, request.pipeline, request.table, commits)
-
-
-def _stored_columns(commits) -> dict | None:
-    """The table's declared column schema, as its newest load stored it in its commit."""
-    return next((c.metadata.get("columns") for c in commits if "columns" in c.metadata), None)
 
 
 @dataclass(frozen=True)

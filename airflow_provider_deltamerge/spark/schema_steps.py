@@ -30,11 +30,10 @@ class SchemaStep:
     metrics: dict[str, int] = field(default_factory=dict)
 
 
-def shape_to_schema(
-    batch: DataFrame, request, table, stored_columns: dict[str, dict[str, Any]] | None
-) -> tuple[DataFrame, SchemaStep]:
+def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFrame, SchemaStep]:
     """(the batch cast and contracted, the step's decisions). `request` is the LoadRequest, `table` the
-    writer's snapshot or None, `stored_columns` the declared schema the table's newest load stored."""
+    writer's snapshot or None, `commits` the table's recent commits of this pipeline, newest first."""
+    stored_columns = stored_column_schema(commits)
     given = {name: column.to_dict() for name, column in request.declared.items()}
     columns = merged_columns(stored_columns, given)
     declared = parse_column_schema(columns)
@@ -48,6 +47,11 @@ def shape_to_schema(
     metrics = {} if request.contract.is_default else {"rows_discarded": contracted.rows_discarded}
     not_null = tuple(name for name, column in declared.items() if column.required)
     return contracted.df, SchemaStep(columns, partition_by, not_null, metrics)
+
+
+def stored_column_schema(commits) -> dict[str, dict[str, Any]] | None:
+    """The table's declared column schema, as the newest load's commit stored it (None: none declared)."""
+    return next((c.metadata.get("columns") for c in commits if "columns" in c.metadata), None)
 
 
 def _refuse_changed_types(

@@ -214,3 +214,17 @@ def test_a_later_load_keeps_the_declared_types_and_a_declared_type_cannot_change
         load(spark, dataset, [{"id": 3}], columns={"id": {"data_type": "text"}})
     assert raised.value.column == "id"
     assert DeltaTable(path).version() == version
+
+
+def test_scd2_versions_rows_of_declared_types(spark, dataset):
+    scd2 = {"disposition": "merge", "strategy": "scd2"}
+    columns = {"price": {"data_type": "decimal", "precision": 6, "scale": 2}, "tier": {"data_type": "bigint"}}
+    load(spark, dataset, [{"id": 1, "price": "9.5", "tier": "1"}], write_disposition=scd2, columns=columns)
+    load(spark, dataset, [{"id": 1, "price": 10, "tier": 1}], write_disposition=scd2)
+    path = f"{dataset}/items"
+    assert delta_schema(path)["price"] == (pa.decimal128(6, 2), True)
+    rows = read_rows(path, order_by=["price"], drop=("_dlt_load_id", "_dlt_id", "_dlt_valid_from"))
+    assert [(r["price"], r["tier"], r["_dlt_valid_to"] is None) for r in rows] == [
+        (Decimal("9.50"), 1, False),
+        (Decimal("10.00"), 1, True),
+    ]
