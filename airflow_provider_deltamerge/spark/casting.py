@@ -86,6 +86,9 @@ def _cast(name: str, source_type: T.DataType, column: ColumnSchema, target: T.Da
         kept = F.when(text.rlike(TIME_PATTERN), text)
         return kept, source.isNotNull() & kept.isNull()
     cast = _try_cast(name, target)
+    if isinstance(target, T.TimestampNTZType) and isinstance(source_type, T.StringType):
+        # text with an offset is an instant: its wall time in the session's zone (UTC in our sessions)
+        cast = _try_cast(name, T.TimestampType()).cast(target)
     if data_type == "timestamp" and column.precision is not None and column.precision < 6:
         cast = _truncated(cast, column.precision, target)
     return cast, source.isNotNull() & (cast.isNull() | _changed(name, source_type, cast, target))
