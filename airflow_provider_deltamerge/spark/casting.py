@@ -158,6 +158,12 @@ def _refuse_losses(
 def _refuse_nulls(df: DataFrame, required: list[str], key: tuple[str, ...]) -> None:
     if not required:
         return
+    absent = [name for name in required if name not in df.columns]
+    if absent:  # declared without a type and missing: NULL in every row
+        example = df.limit(1).collect()
+        if example:
+            raise NullValueError(absent[0], _row_key(example[0].asDict(), key), df.count())
+        return
     counts = df.select(*(F.count(F.when(F.col(_quoted(n)).isNull(), 1)).alias(n) for n in required)).first()
     for name in required:
         if counts[name]:

@@ -165,6 +165,9 @@ def test_not_nullable_columns_are_not_null_in_delta_and_a_null_is_refused(spark,
     assert (raised.value.column, raised.value.row_key, raised.value.null_rows) == ("code", {"id": 3}, 1)
     with pytest.raises(NullValueError):
         load(spark, dataset, [{"id": 4}])  # a missing value is a NULL
+    with pytest.raises(NullValueError) as raised:  # declared without a type, and missing
+        load(spark, dataset, [{"id": 5, "code": "e"}], columns={"label": {"nullable": False}})
+    assert (raised.value.column, raised.value.row_key) == ("label", {"id": 5})
     assert DeltaTable(path).version() == version
     load(spark, dataset, [{"id": 2, "code": "b"}], write_disposition="append", primary_key=None)
     load(
