@@ -242,6 +242,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         window,
         request.run.to_dict(),
         load.new_state,
+        load.schema.columns,
     )
     _write_record(store.write_state_row, load.stored, record, request.table_path)
     checkpoint("after_state_row")

@@ -213,6 +213,10 @@ def test_a_later_load_keeps_the_declared_types_and_a_declared_type_cannot_change
         {"id": 1, "doc": '{"a":1}', "amount": Decimal("1.000")},
         {"id": 2, "doc": '[{"b":null}]', "amount": Decimal("2.500")},
     ]
+    hashes = [
+        r["schema_version_hash"] for r in DeltaTable(f"{dataset}/_dlt_loads").to_pyarrow_table().to_pylist()
+    ]
+    assert len(hashes) == 2 and hashes[0] == hashes[1] and len(hashes[0]) == 20  # the same declared schema
     version = DeltaTable(path).version()
     with pytest.raises(SchemaError) as raised:
         load(spark, dataset, [{"id": 3, "amount": 3}], columns={"amount": {"data_type": "double"}})
