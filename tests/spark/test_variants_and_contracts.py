@@ -87,6 +87,13 @@ def test_freeze_refuses_a_new_table_and_a_new_variant(spark, dataset):
     assert (raised.value.entity, raised.value.name) == ("data_type", "size__v_text")
     assert "'size'" in str(raised.value)
     assert read_rows(f"{dataset}/events") == [{"id": 1, "size": 3}]
+    load(spark, dataset, [{"id": 2, "size": "big"}])  # evolve: the variant column is added
+    load(spark, dataset, [{"id": 3, "size": "small"}], schema_contract="freeze")  # it exists now
+    assert read_rows(f"{dataset}/events", order_by=["id"]) == [
+        {"id": 1, "size": 3, "size__v_text": None},
+        {"id": 2, "size": None, "size__v_text": "big"},
+        {"id": 3, "size": None, "size__v_text": "small"},
+    ]
 
 
 def test_discard_row_drops_the_rows_carrying_new_columns_or_types_and_counts_them(spark, dataset):
