@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 class ContractedBatch:
     df: DataFrame
     rows_discarded: int = 0
-    variants: tuple[str, ...] = ()  # variant columns the batch brings that the table lacks
 
 
 def apply_schema_contract(
@@ -63,7 +62,7 @@ def apply_schema_contract(
     for entity, columns in (("data_type", new_variants), ("columns", new_columns)):
         df, dropped = _apply(df, table, entity, getattr(contract, entity), columns, variants)
         discarded += dropped
-    return ContractedBatch(df, discarded, tuple(new_variants))
+    return ContractedBatch(df, discarded)
 
 
 def _new_table(df: DataFrame, table: str, contract: SchemaContract) -> ContractedBatch:
