@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from .errors import (
     BatchTooLargeError,
+    CastError,
     ConfigError,
     ConflictError,
+    ContractError,
     CursorColumnMissingError,
     CursorValueMissingError,
     DeltaMergeError,
@@ -20,6 +22,7 @@ from .errors import (
     LoadNotRecordedError,
     MissingKeyColumnError,
     NullKeyError,
+    NullValueError,
     SchemaError,
     SourceError,
     StoreError,
@@ -50,8 +53,10 @@ def __getattr__(name: str):
 
 __all__ = [
     "BatchTooLargeError",
+    "CastError",
     "ConfigError",
     "ConflictError",
+    "ContractError",
     "CursorColumnMissingError",
     "CursorValueMissingError",
     "DeltaMergeError",
@@ -63,6 +68,7 @@ __all__ = [
     "LoadRequest",
     "MissingKeyColumnError",
     "NullKeyError",
+    "NullValueError",
     "SchemaError",
     "SourceError",
     "StoreError",

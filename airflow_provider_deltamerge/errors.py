@@ -71,6 +71,43 @@ class DuplicateKeyError(SourceError):
         )
 
 
+class CastError(SourceError):
+    """A value cannot be stored as its column's declared type without loss."""
+
+    def __init__(self, column: str, value: Any, declared: str, row_key: dict[str, Any]):
+        self.column, self.value, self.declared, self.row_key = column, value, declared, row_key
+        super().__init__(
+            f"column {column!r} is declared {declared}, but the value {value!r} of the row {row_key} "
+            "cannot be stored as that type without loss. Nothing was loaded. Fix the value in the source, "
+            "or change the column's data_type."
+        )
+
+
+class NullValueError(SourceError):
+    """A NULL in a column declared `nullable: False`."""
+
+    def __init__(self, column: str, row_key: dict[str, Any], null_rows: int):
+        self.column, self.row_key, self.null_rows = column, row_key, null_rows
+        super().__init__(
+            f"column {column!r} is declared nullable: False, but it is null (or missing) in {null_rows} "
+            f"row(s), for example the row {row_key}. Nothing was loaded. Fill those values in the source, or "
+            "declare the column nullable."
+        )
+
+
+class ContractError(SourceError):
+    """The schema contract freezes what the batch would add: a table, a column or a variant column."""
+
+    def __init__(self, table: str, entity: str, name: str, detail: str = ""):
+        self.table, self.entity, self.name = table, entity, name
+        what = {"tables": "the new table", "columns": "the new column", "data_type": "the variant column"}
+        super().__init__(
+            f"the schema contract of table {table!r} freezes {entity}, and the batch would add "
+            f"{what[entity]} {name!r}{detail}. Nothing was loaded. Change the source, or loosen "
+            f"schema_contract (e.g. {{{entity!r}: 'evolve'}} or 'discard_row')."
+        )
+
+
 class CursorColumnMissingError(SourceError):
     def __init__(self, cursor_path: str, available: list[str]):
         self.cursor_path, self.available = cursor_path, available

@@ -28,7 +28,7 @@ from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
 from .delta.selection import select_writer
-from .delta.writer import CommitRequest
+from .delta.writer import CommitRequest, TableLayout
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
 from .plan.merge import Operation, plan_load
 from .plan.pruning import bounded
@@ -36,6 +36,7 @@ from .spark import frames
 from .spark.extract import check_data, source_reader, to_dataframe
 from .spark.scd2 import stage_scd2
 from .spark.schema import align_to_table
+from .spark.schema_steps import shape_to_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from .spec.naming import naming_convention
@@ -122,6 +123,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
     steps.step("window", "%s", describe_window(opened.window if opened else None))
+    batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
     steps.step(
@@ -130,7 +132,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
-    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored, steps)
+    window = opened.window if opened else None
+    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, schema)
     table, properties_set = apply_table_properties(spark, writer, request, table)
     if properties_set:
         steps.step("properties", "set %s", properties_set)
@@ -188,6 +191,7 @@ class _StagedLoad:
     new_state: dict | None
     stored: store.StoreSnapshot
     steps: StepLog
+    schema: Any  # spark.schema_steps.SchemaStep
 
     @property
     def window_dict(self) -> dict | None:
@@ -203,6 +207,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "table": request.table,
         "rows_extracted": staged.rows_extracted,
         "rows_staged": staged.rows_staged,
+        **load.schema.metrics,
         "writer": writer.name,
     }
     load.steps.step("plan", "%s", describe_plan(plan))
@@ -215,7 +220,11 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         writer.read_columns(spark, table, list(plan.delete_keys)) if plan.needs_target_read else None
     )
     source = shape_source(staged.df, plan, target_keys)
-    metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
+    metadata = {
+        **_commit_metadata(request, load_id, base_metrics, window),
+        "state": load.new_state,
+        "columns": load.schema.columns,
+    }
     stream = app_id(request.pipeline, request.table, request.run, load_id)
     commit = CommitRequest(
         load_id,
@@ -224,6 +233,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         metadata,
         table_properties=request.table_properties or {},
         source_bytes=staged.arrow_bytes or None,
+        layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
@@ -248,6 +258,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         window,
         request.run.to_dict(),
         load.new_state,
+        load.schema.columns,
     )
     _write_record(store.write_state_row, load.stored, record, request.table_path)
     checkpoint("after_state_row")

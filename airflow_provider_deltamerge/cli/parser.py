@@ -49,6 +49,14 @@ def json_or_text(text: str) -> Any:
     return text
 
 
+def json_value(text: str) -> Any:
+    """A JSON value (an object or a list)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {exc}") from None
+
+
 def key_list(text: str) -> list[str]:
     """Comma-separated column names."""
     return [name.strip() for name in text.split(",") if name.strip()]
@@ -120,6 +128,19 @@ def _add_load(load: argparse.ArgumentParser) -> None:
     semantics.add_argument("--strategy", help="merge strategy: delete-insert, upsert, insert-only, scd2")
     semantics.add_argument("--primary-key", type=key_list, metavar="COLUMNS", help="comma-separated")
     semantics.add_argument("--merge-key", type=key_list, metavar="COLUMNS", help="comma-separated")
+    semantics.add_argument(
+        "--columns",
+        type=json_value,
+        metavar="JSON",
+        help='the column schema as JSON, e.g. \'{"amount": {"data_type": "decimal", "scale": 2}}\'',
+    )
+    semantics.add_argument(
+        "--schema-contract",
+        type=json_or_text,
+        metavar="CONTRACT",
+        help="evolve (default), freeze, discard_row, discard_value, or a JSON object over "
+        "tables, columns, data_type",
+    )
     semantics.add_argument(
         "--incremental",
         type=json_or_text,

@@ -31,16 +31,17 @@ DRIVER_SHARE = 0.4  # of spark.driver.memory: Arrow results pass through the dri
 _UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
-def arrow_schema(df) -> pa.Schema:
-    """The DataFrame's schema as Arrow: timestamps in UTC, every column nullable (Spark marks some
-    columns non-nullable; tables created so would refuse the helper rows of later merges)."""
+def arrow_schema(df, not_null: tuple[str, ...] = ()) -> pa.Schema:
+    """The DataFrame's schema as Arrow: timestamps in UTC, every column nullable but those in `not_null`
+    (Spark marks some columns non-nullable; tables created so would refuse the helper rows of later
+    merges; a column declared NOT NULL must come so, or delta-rs makes the table's column nullable)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     try:
         schema = to_arrow_schema(df.schema, timezone="UTC")
     except TypeError:  # PySpark 3.5 takes no time zone: its timestamps are UTC already
         schema = to_arrow_schema(df.schema)
-    return pa.schema([f.with_nullable(True) for f in schema])
+    return pa.schema([f.with_nullable(f.name not in not_null) for f in schema])
 
 
 def record_batches(df, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -158,10 +159,12 @@ class Transfer:
     while delta-rs consumes it; its progress logged; Spark's own error kept when delta-rs reports it
     through the Arrow stream; a batch too big for the driver refused before any of it moves."""
 
-    def __init__(self, spark, table: str, source, estimated_bytes: int | None):
+    def __init__(
+        self, spark, table: str, source, estimated_bytes: int | None, not_null: tuple[str, ...] = ()
+    ):
         refuse_oversized(spark, table, estimated_bytes)
         self.spark, self.table_uri, self.estimated_bytes = spark, table, estimated_bytes
-        self.schema = arrow_schema(source)
+        self.schema = arrow_schema(source, not_null)
         self._progress = Progress(f"transfer to {table}")
         self._batches = self._kept_errors(self._progress.counted(record_batches(source, self.schema)))
         self._error: BaseException | None = None

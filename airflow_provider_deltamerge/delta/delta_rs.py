@@ -77,6 +77,7 @@ class DeltaRsSnapshot:
     table: DeltaTable
     version: int
     schema: object  # pyspark StructType
+    partition_columns: tuple[str, ...] = ()
 
     def row_count(self) -> int | None:
         return files_and_rows(self.table)[1]
@@ -109,9 +110,9 @@ def counted_in_log(location: str, version: int) -> tuple[int | None, int | None]
         return None, None
 
 
-def spark_to_arrow(df) -> pa.Table:
-    """The DataFrame as one Arrow table, every column nullable (timestamps in UTC)."""
-    schema = arrow_schema(df)
+def spark_to_arrow(df, not_null: tuple[str, ...] = ()) -> pa.Table:
+    """The DataFrame as one Arrow table, every column nullable but those in `not_null` (timestamps in UTC)."""
+    schema = arrow_schema(df, not_null)
     return pa.Table.from_batches(list(record_batches(df, schema)), schema=schema)
 
 
@@ -126,7 +127,8 @@ class DeltaRsWriter:
         except TableNotFoundError:
             return None
         arrow_schema = pa.schema(table.schema().to_arrow())
-        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema))
+        partitions = tuple(table.metadata().partition_columns)
+        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema), partitions)
 
     def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
         """The snapshot's columns in Spark: its parquet files where that is exact, else read via delta-rs."""
@@ -190,7 +192,8 @@ class DeltaRsWriter:
     def _write(
         self, spark, path: str, snapshot, plan: MergePlan, source, properties, request: CommitRequest
     ) -> CommitResult:
-        transfer = Transfer(spark, path, source, request.source_bytes)
+        not_null = _not_null(snapshot) if snapshot is not None else request.layout.not_null
+        transfer = Transfer(spark, path, source, request.source_bytes, not_null)
         in_memory = transfer.fits_in_memory()
         data = _checked(transfer, plan, source, in_memory)
         if plan.cluster_by and in_memory:  # ordered by key within and across files
@@ -204,6 +207,7 @@ class DeltaRsWriter:
                 data,
                 mode="overwrite" if overwrite else "append",
                 schema_mode="merge",
+                partition_by=(list(request.layout.partition_by) or None) if created else None,
                 predicate=render(plan.replace_where, DataFusionDialect())
                 if plan.replace_where is not None
                 else None,
@@ -253,6 +257,11 @@ def _checked(transfer: Transfer, plan: MergePlan, source, in_memory: bool):
     data = transfer.table()
     unique_keys.check_arrow(data, plan)
     return data
+
+
+def _not_null(snapshot: DeltaRsSnapshot) -> tuple[str, ...]:
+    """The table's NOT NULL columns, which a write must bring as non-nullable to keep them so."""
+    return tuple(f.name for f in snapshot.schema.fields if not f.nullable)
 
 
 def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan) -> bool:

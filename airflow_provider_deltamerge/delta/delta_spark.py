@@ -48,6 +48,7 @@ from .writer import (
     CommitRequest,
     CommitResult,
     LoggedCommit,
+    TableLayout,
     commit_metadata,
     logged_commit,
     merge_metrics,
@@ -172,6 +173,7 @@ class DeltaSparkSnapshot:
     version: int
     schema: Any  # pyspark StructType
     frame: Any  # the table as of `version`, a Spark DataFrame
+    partition_columns: tuple[str, ...] = ()
 
 
 class DeltaSparkWriter:
@@ -186,12 +188,14 @@ class DeltaSparkWriter:
         ref = TableRef.parse(path)
         if not table_exists(DeltaTable, spark, ref):
             return None
-        version = _latest_version(load_table(DeltaTable, spark, ref))
+        delta_table = load_table(DeltaTable, spark, ref)
+        version = _latest_version(delta_table)
+        partitions = tuple(delta_table.detail().select("partitionColumns").first()[0] or ())
         if ref.by_name:
             frame = spark.sql(f"SELECT * FROM {ref.quoted_name()} VERSION AS OF {version}")
         else:
             frame = spark.read.format("delta").option("versionAsOf", version).load(ref.location)
-        return DeltaSparkSnapshot(ref, version, frame.schema, frame)
+        return DeltaSparkSnapshot(ref, version, frame.schema, frame, partitions)
 
     def read_columns(self, spark, snapshot: DeltaSparkSnapshot, columns: list[str]):
         return snapshot.frame.select(*(SPARK_SQL.quote(c) for c in columns))
@@ -262,8 +266,14 @@ class DeltaSparkWriter:
 def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest, creating: bool) -> None:
     helpers = [c for c in plan.helper_columns if c in source.columns]
     rows = _clustered(source.drop(*helpers), plan.cluster_by, request.source_bytes)
-    options = write_options(plan, request, creating)
-    writer = rows.write.format("delta").mode(write_mode(plan)).options(**options)
+    writer = (
+        rows.write.format("delta").mode(write_mode(plan)).options(**write_options(plan, request, creating))
+    )
+    layout = request.layout
+    if creating and layout.not_null:
+        _create_with_not_null(spark, ref, rows.schema, layout, request.table_properties)
+    elif creating and layout.partition_by:
+        writer = writer.partitionBy(*layout.partition_by)
     if ref.by_name:
         writer.saveAsTable(ref.location)
     else:
@@ -277,6 +287,27 @@ def _clustered(rows, columns: tuple[str, ...], source_bytes: int | None):
         return rows
     files = max(1, math.ceil((source_bytes or 0) / TARGET_FILE_BYTES))
     return rows.repartitionByRange(files, *columns).sortWithinPartitions(*columns)
+
+
+def _create_with_not_null(
+    spark, ref: TableRef, schema, layout: TableLayout, properties: dict[str, str]
+) -> None:
+    """Create the table with its NOT NULL columns (and the load's table properties) before its first
+    write: Delta stores every column of a DataFrame write as nullable, and only a table definition keeps
+    NOT NULL. The definition is a commit of its own (no data, no load id); the load's rows follow in the
+    next."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import types as T
+
+    fields = [T.StructField(f.name, f.dataType, f.name not in layout.not_null) for f in schema.fields]
+    builder = DeltaTable.createIfNotExists(spark)
+    builder = builder.tableName(ref.location) if ref.by_name else builder.location(ref.location)
+    builder = builder.addColumns(T.StructType(fields))
+    if layout.partition_by:
+        builder = builder.partitionedBy(*layout.partition_by)
+    for name, value in properties.items():
+        builder = builder.property(name, value)
+    builder.execute()
 
 
 def _overwritten_counts(spark, snapshot, plan: MergePlan) -> tuple[int | None, int | None]:

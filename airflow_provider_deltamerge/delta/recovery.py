@@ -137,4 +137,5 @@ def record_from_commit(commit) -> LoadRecord:
         window=window,
         run=meta.get("run") or {},
         state=meta.get("state"),
+        columns=meta.get("columns"),
     )

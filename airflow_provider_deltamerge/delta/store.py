@@ -85,6 +85,7 @@ class LoadRecord:
     window: dict[str, Any] | None = None
     run: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] | None = None  # the table's new cursor state, if the load changed it
+    columns: dict[str, Any] | None = None  # the table's declared column schema after the load
 
 
 def read_table(path: str) -> list[dict[str, Any]]:
@@ -235,7 +236,7 @@ def _loads_row(record: LoadRecord, now: datetime) -> dict:
         "schema_name": record.pipeline_name,
         "status": 0,
         "inserted_at": now,
-        "schema_version_hash": None,
+        "schema_version_hash": _schema_hash(record.columns),
         "table_name": record.table_name,
         "window_start": _text(window.get("start")),
         "window_end": _text(window.get("end")),
@@ -246,6 +247,13 @@ def _loads_row(record: LoadRecord, now: datetime) -> dict:
         "run_id": record.run.get("run_id"),
         "try_number": record.run.get("try_number"),
     }
+
+
+def _schema_hash(columns: dict[str, Any] | None) -> str | None:
+    """A short hash of the table's declared column schema (the schema itself is in the load's commit)."""
+    if not columns:
+        return None
+    return hashlib.sha256(json.dumps(columns, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def _text(value) -> str | None:

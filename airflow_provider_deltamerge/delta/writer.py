@@ -45,8 +45,17 @@ def merge_metrics(raw: dict[str, Any]) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class TableLayout:
+    """How a table is created by its first commit: its partition columns and its NOT NULL columns.
+    Later commits keep the table's own layout (NOT NULL columns stay NOT NULL)."""
+
+    partition_by: tuple[str, ...] = ()
+    not_null: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CommitRequest:
-    """What a commit carries besides its data: the load's identity and its metadata."""
+    """What a commit carries besides its data: the load's identity, its metadata, a new table's layout."""
 
     load_id: str
     app_id: str  # the txn stream (spec.run.app_id): the Airflow task run, or outside Airflow the load
@@ -54,6 +63,7 @@ class CommitRequest:
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
     table_properties: dict[str, str] = field(default_factory=dict)  # given to a table this commit creates
     source_bytes: int | None = None  # the staged batch's Arrow size, estimated while staging
+    layout: TableLayout = TableLayout()
 
     def user_metadata(self) -> str:
         """The commit's metadata as both writers record it: one JSON object of prefixed keys, the text of
@@ -87,6 +97,7 @@ class LoggedCommit:
 class TableSnapshot(Protocol):
     version: int
     schema: Any  # pyspark StructType of the table
+    partition_columns: tuple[str, ...]
 
 
 class DeltaWriter(Protocol):

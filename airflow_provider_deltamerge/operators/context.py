@@ -22,6 +22,7 @@ OVERRIDABLE = (
     "primary_key",
     "merge_key",
     "columns",
+    "schema_contract",  # only ever tightened by dag_run.conf (see DeltaMergeOperator.load_arguments)
     "window_overwrite",
     "backend",
     "every",

@@ -13,6 +13,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, Asset, Ass
 
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
+from ..spec.contract import tightened
 from ..spec.naming import table_uri
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
 from .context import (
@@ -78,7 +79,10 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param write_disposition: "append", "replace", "merge" or the dict form with a strategy.
     :param primary_key: column or columns of the primary key.
     :param merge_key: column or columns of the merge key.
-    :param columns: column hints, e.g. ``{"deleted": {"hard_delete": True}}``.
+    :param columns: dlt's column schema: hints and data types per column, e.g.
+        ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
+    :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
+        "discard_row", "discard_value", or a dict over ``tables``, ``columns``, ``data_type``.
     :param incremental: an ``Incremental`` or its dict form (cursor column, initial value, ...).
     :param pipeline_name: pipeline name in the state tables.
     :param backend: "auto", "delta-rs" or "delta-spark".
@@ -103,6 +107,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "primary_key",
         "merge_key",
         "columns",
+        "schema_contract",
         "incremental",
         "window",
         "pipeline_name",
@@ -112,6 +117,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "source": "json",
         "write_disposition": "json",
         "columns": "json",
+        "schema_contract": "json",
         "table_properties": "json",
     }
     ui_color = "#00add4"
@@ -125,7 +131,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         write_disposition: str | dict[str, Any] = "append",
         primary_key: str | list[str] | None = None,
         merge_key: str | list[str] | None = None,
-        columns: dict[str, dict[str, Any]] | None = None,
+        columns: dict[str, dict[str, Any]] | list[dict[str, Any]] | None = None,
+        schema_contract: str | dict[str, str] | None = None,
         incremental: Any = None,
         pipeline_name: str | None = None,
         backend: str = "auto",
@@ -157,6 +164,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.primary_key = primary_key
         self.merge_key = merge_key
         self.columns = columns
+        self.schema_contract = schema_contract
         self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental
         self.pipeline_name = pipeline_name
         self.backend = backend
@@ -185,6 +193,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         """The rendered load arguments with dag_run.conf overrides applied."""
         arguments = {name: getattr(self, name) for name in ARGUMENT_CHECKS}  # the request's arguments
         arguments.update({k: v for k, v in overrides.items() if k in arguments})
+        if "schema_contract" in overrides:  # dag_run.conf may tighten the contract, never loosen it
+            arguments["schema_contract"] = tightened(self.schema_contract, overrides["schema_contract"])
         return arguments
 
     @contextmanager

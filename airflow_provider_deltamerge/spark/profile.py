@@ -49,7 +49,14 @@ def with_observed(df: DataFrame, aggregates: list[Column]):
 
     observation = Observation()
     observed = df.observe(observation, F.count(F.lit(1)).alias("rows"), *aggregates)
-    return observed, lambda: _profile(observation.get)
+
+    def observed_profile() -> Profile:
+        try:
+            return _profile(observation.get)
+        except Exception:  # Spark observes nothing on a plan it optimised to no rows (a limit(0), say)
+            return aggregated(df, aggregates)
+
+    return observed, observed_profile
 
 
 def aggregated(df: DataFrame, aggregates: list[Column]) -> Profile:

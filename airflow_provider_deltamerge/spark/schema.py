@@ -30,6 +30,8 @@ def can_widen(batch_type: T.DataType, table_type: T.DataType) -> bool:
         return True  # as dlt does: JSON numbers without a fraction land in a double column
     if b is T.FloatType and t is T.DoubleType:
         return True
+    if t is T.StringType and (b in _INTEGER_WIDTH or b in (T.BooleanType, T.DecimalType)):
+        return True  # dlt's coercion: whole numbers, decimals and booleans are stored as their text
     if b is T.DecimalType and t is T.DecimalType:
         return (
             batch_type.scale <= table_type.scale

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .checks import choice, key_tuple
+from .columns import ColumnSchema, parse_column_schema
 from .scd2 import Scd2Options, validate_options
 
 log = logging.getLogger(__name__)
@@ -19,8 +20,6 @@ log = logging.getLogger(__name__)
 DISPOSITIONS = ("append", "replace", "merge")
 MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2")
 BACKENDS = ("auto", "delta-rs", "delta-spark")
-COLUMN_HINTS = ("primary_key", "merge_key", "hard_delete", "dedup_sort")
-DEDUP_SORT_ORDERS = ("asc", "desc")
 ID_FROM_PRIMARY_KEY = ("upsert", "insert-only")  # strategies whose row id is a hash of the primary key
 
 
@@ -81,39 +80,9 @@ class WriteDisposition:
         return f"merge/{self.strategy}" if self.strategy else self.disposition
 
 
-@dataclass(frozen=True)
-class ColumnHint:
-    primary_key: bool | None = None
-    merge_key: bool | None = None
-    hard_delete: bool = False
-    dedup_sort: str | None = None
-
-
-def parse_columns(columns: dict[str, dict[str, Any]] | None) -> dict[str, ColumnHint]:
-    """Validate the `columns` hints: {column: {"dedup_sort": "desc", "hard_delete": True, ...}}."""
-    parsed: dict[str, ColumnHint] = {}
-    for name, hints in (columns or {}).items():
-        if not isinstance(hints, dict):
-            raise ConfigError(f"columns[{name!r}]", f"{hints!r} must be a dict of hints")
-        unknown = sorted(set(hints) - set(COLUMN_HINTS))
-        if unknown:
-            raise ConfigError(
-                f"columns[{name!r}]", f"unknown hint(s) {unknown}; valid: {', '.join(COLUMN_HINTS)}"
-            )
-        dedup = hints.get("dedup_sort")
-        if dedup is not None:
-            choice(f"columns[{name!r}].dedup_sort", dedup, DEDUP_SORT_ORDERS)
-        for flag in ("primary_key", "merge_key", "hard_delete"):
-            if hints.get(flag) is not None and not isinstance(hints[flag], bool):
-                raise ConfigError(f"columns[{name!r}].{flag}", f"must be true or false, got {hints[flag]!r}")
-        parsed[name] = ColumnHint(
-            hints.get("primary_key"), hints.get("merge_key"), bool(hints.get("hard_delete")), dedup
-        )
-    for hint in ("hard_delete", "dedup_sort"):
-        holders = [n for n, h in parsed.items() if getattr(h, hint)]
-        if len(holders) > 1:
-            raise ConfigError("columns", f"at most one column may have {hint}; got {holders}")
-    return parsed
+def parse_columns(columns: Any) -> dict[str, ColumnSchema]:
+    """Validate `columns` (dlt's column schema, see `spec.columns`): {column: {"dedup_sort": "desc", ...}}."""
+    return parse_column_schema(columns)
 
 
 @dataclass(frozen=True)
@@ -129,7 +98,7 @@ class TableHints:
 def resolve_hints(
     primary_key: str | list[str] | None,
     merge_key: str | list[str] | None,
-    columns: dict[str, ColumnHint],
+    columns: dict[str, ColumnSchema],
     normalize,
 ) -> TableHints:
     """Combine key arguments with column hints; every name goes through the naming convention.

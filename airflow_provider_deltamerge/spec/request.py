@@ -21,6 +21,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from .checks import choice, key_tuple
+from .columns import ColumnSchema, canonical_columns
+from .contract import SchemaContract, check_schema_contract
 from .incremental import Incremental, as_incremental, parse_incremental, parse_instant
 from .naming import NAMINGS, SYSTEM_PREFIX, naming_convention, table_path, table_uri
 from .options import (
@@ -142,9 +144,10 @@ def _keys(argument: str, value: Any) -> list[str] | None:
     return list(names) if names else None
 
 
-def _columns(columns: Any) -> dict[str, dict[str, Any]] | None:
-    parse_columns(columns)
-    return {k: dict(v) for k, v in columns.items()} if columns else None
+def declared_columns(columns: Any, normalize: Callable[[str], str]) -> dict[str, ColumnSchema]:
+    """The declared column schema with every name in the naming convention."""
+    parsed = parse_columns(columns)
+    return {normalize(name): dataclasses.replace(c, name=normalize(name)) for name, c in parsed.items()}
 
 
 # The canonical form of each load argument; each raises ConfigError naming the argument it rejects.
@@ -156,7 +159,8 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "write_disposition": lambda value: WriteDisposition.parse(value).to_dict(),
     "primary_key": lambda value: _keys("primary_key", value),
     "merge_key": lambda value: _keys("merge_key", value),
-    "columns": _columns,
+    "columns": canonical_columns,
+    "schema_contract": check_schema_contract,
     "pipeline_name": check_pipeline_name,
     "backend": lambda value: choice("backend", value, BACKENDS),
     "naming": lambda value: choice("naming", value, NAMINGS),
@@ -190,6 +194,7 @@ class LoadRequest:
     primary_key: Any = None
     merge_key: Any = None
     columns: Any = None
+    schema_contract: Any = None
     pipeline_name: str | None = None
     backend: str = "auto"
     naming: str = "snake_case"
@@ -205,6 +210,8 @@ class LoadRequest:
     pipeline: str = _derived()  # pipeline_name, or the default
     disposition: WriteDisposition = _derived()
     hints: TableHints = _derived()  # the hints this disposition uses
+    declared: dict[str, ColumnSchema] = _derived()  # the column schema given to this load
+    contract: SchemaContract = _derived()
     cursor: Incremental | None = _derived()  # the incremental, cursor path in the naming convention
     interval: tuple[datetime, datetime] | None = _derived()
     run: RunContext = _derived()
@@ -228,6 +235,8 @@ class LoadRequest:
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
             "disposition": disposition,
             "hints": effective_hints(disposition, hints),
+            "declared": declared_columns(self.columns, normalize),
+            "contract": SchemaContract.parse(self.schema_contract),
             "cursor": parse_incremental(self.incremental, normalize),
             "interval": tuple(parse_instant(v) for v in self.data_interval) if self.data_interval else None,
             "run": RunContext.from_value(self.run_context),
@@ -240,8 +249,8 @@ class LoadRequest:
         """The validated request; ConfigError names a bad or unknown argument.
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
-        merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite,
-        table_properties, and the run's data_interval, run_context and load_id.
+        merge_key, columns, schema_contract, pipeline_name, backend, naming, incremental,
+        window_overwrite, table_properties, and the run's data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))

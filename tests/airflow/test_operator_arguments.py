@@ -258,3 +258,20 @@ def test_openlineage_spark_properties_reach_the_hook_where_airflow_asks_for_them
     assert op.hook.spark_conf == {"spark.openlineage.parentJobName": "d.load", "spark.app.name": "mine"}
     monkeypatch.setenv("AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO", "False")
     assert openlineage_spark_conf(ctx) == {}
+
+
+def test_schema_contract_and_column_schema_reach_the_request_and_conf_only_tightens_the_contract():
+    columns = [{"name": "price", "data_type": "decimal", "precision": 12, "scale": 2, "nullable": False}]
+    op = merge_op(
+        columns=columns, schema_contract={"columns": "discard_row"}, conf_overridable=["schema_contract"]
+    )
+    loosened = op.build_request(context(conf={"schema_contract": "evolve"}))
+    assert loosened.schema_contract == {"tables": "evolve", "columns": "discard_row", "data_type": "evolve"}
+    assert loosened.columns == {
+        "price": {"data_type": "decimal", "precision": 12, "scale": 2, "nullable": False}
+    }
+    tightened = op.build_request(context(conf={"schema_contract": {"columns": "freeze", "tables": "freeze"}}))
+    assert tightened.schema_contract == {"tables": "freeze", "columns": "freeze", "data_type": "evolve"}
+    with pytest.raises(ConfigError) as raised:
+        merge_op(schema_contract="strict")
+    assert raised.value.argument == "schema_contract"

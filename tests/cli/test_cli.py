@@ -310,6 +310,14 @@ def test_the_console_script_runs_the_command(shop):
             {"incremental": {"cursor_path": "ts", "lag": 3600}},
         ),
         (
+            ("--columns", '[{"name": "day", "data_type": "date"}]', "--schema-contract", "freeze"),
+            {"columns": [{"name": "day", "data_type": "date"}], "schema_contract": "freeze"},
+        ),
+        (
+            ("--schema-contract", '{"columns": "discard_row"}'),
+            {"schema_contract": {"columns": "discard_row"}, "columns": None},
+        ),
+        (
             ("--incremental", "ts", "--window", "a", "b"),
             {"run_context": {"window": {"start": "a", "end": "b"}}},
         ),
