@@ -166,8 +166,16 @@ class Transfer:
         self.spark, self.table_uri, self.estimated_bytes = spark, table, estimated_bytes
         self.schema = arrow_schema(source, not_null)
         self._progress = Progress(f"transfer to {table}")
-        self._batches = self._kept_errors(self._progress.counted(record_batches(source, self.schema)))
         self._error: BaseException | None = None
+        self._batches = self._from(source)
+
+    def _from(self, source):
+        return self._kept_errors(self._progress.counted(record_batches(source, self.schema)))
+
+    def sorted_in_spark(self, source, columns: tuple[str, ...]) -> None:
+        """Transfer `source` globally sorted by `columns` (range-partitioned by Spark), for a batch too
+        big to sort on the driver: each Arrow batch then holds one stretch of keys. Before any batch moves."""
+        self._batches = self._from(source.orderBy(*columns))
 
     def fits_in_memory(self) -> bool:
         """Merged in memory (delta-rs then skips files by the condition's bounds) when the batch is

@@ -195,8 +195,10 @@ class DeltaRsWriter:
         not_null = _not_null(snapshot) if snapshot is not None else request.layout.not_null
         transfer = Transfer(spark, path, source, request.source_bytes, not_null)
         in_memory = transfer.fits_in_memory()
+        if plan.cluster_by and not in_memory:  # ordered by key within and across files (as below)
+            transfer.sorted_in_spark(source, plan.cluster_by)
         data = _checked(transfer, plan, source, in_memory)
-        if plan.cluster_by and in_memory:  # ordered by key within and across files
+        if plan.cluster_by and in_memory:
             data = data.sort_by([(c, "ascending") for c in plan.cluster_by])
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0

@@ -78,7 +78,11 @@ def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(sp
     assert table_rows(dataset)[3] == ("old-3", 1.5)
 
 
-def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(spark, dataset, monkeypatch):
+@pytest.mark.parametrize("in_memory_bytes", [0, 2**30], ids=["streamed", "whole"])
+def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(
+    spark, dataset, monkeypatch, in_memory_bytes
+):
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", in_memory_bytes)  # the table created either way
     monkeypatch.setattr(delta_rs, "TARGET_FILE_BYTES", 8 * 2**10)  # many small files
     shuffled = spark.createDataFrame(rows(range(20_000), "old")).repartition(8)  # keys spread over partitions
     load(spark, dataset, shuffled)
