@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import nested_load
 from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.selection import select_writer
@@ -111,22 +112,27 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     if finished is not None:
         return finished
     table = writer.snapshot(spark, request.table_path)
-    load_id = request.load_id or new_load_id(after=stored.newest_load_id())
+    load_id = request.load_id or nested_load.interrupted_load_id(request, stored, writer)
+    load_id = load_id or new_load_id(after=stored.newest_load_id())
     opened = open_load_window(request, table, _cursor_state(request, stored, commits))
     checkpoint("extract")
     batch = _extract(spark, data, request, opened.window if opened else None)
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
-    steps.step("window", "%s", describe_window(opened.window if opened else None))
+    window = opened.window if opened else None
+    steps.step("window", "%s", describe_window(window))
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
+    staged, nested = nested_load.split_nested(
+        spark, writer, request, staged, load_id, replace_where_for(request, window)
+    )
     steps.step(
         "stage",
         "%s rows read, %s staged (dedup, hard deletes, checks)",
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
-    load = _StagedLoad(request, load_id, staged, opened.window if opened else None, new_state, stored, steps)
+    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, nested)
     attempt = 1
     while True:
         try:
@@ -179,6 +185,7 @@ class _StagedLoad:
     new_state: dict | None
     stored: store.StoreSnapshot
     steps: StepLog
+    nested: Any = None  # nested_load.NestedBatch: the child tables, committed before this table
 
     @property
     def window_dict(self) -> dict | None:
@@ -207,6 +214,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     )
     source = shape_source(staged.df, plan, target_keys)
     metadata = {**_commit_metadata(request, load_id, base_metrics, window), "state": load.new_state}
+    if load.nested is not None:
+        metadata["tables"] = nested_load.commit_child_tables(spark, writer, load, table, plan, checkpoint)
     stream = app_id(request.pipeline, request.table, request.run, load_id)
     commit = CommitRequest(load_id, stream, txn_version(load_id), metadata)
     checkpoint("commit")
@@ -223,6 +232,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "window_start": (window or {}).get("start"),
         "window_end": (window or {}).get("end"),
     }
+    metrics = nested_load.with_table_metrics(metrics, request.table, result, metadata.get("tables"))
     record = store.LoadRecord(
         load_id,
         request.pipeline,

@@ -122,6 +122,18 @@ def check_window_overwrite(value: Any) -> bool:
     return value
 
 
+def check_max_table_nesting(value: Any) -> int | None:
+    """None (no limit, dlt's default) or a whole number >= 0 (0: no child tables)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(
+            "max_table_nesting",
+            f"{value!r} must be a whole number >= 0 (0: no child tables, arrays kept as JSON) or None",
+        )
+    return value
+
+
 def check_load_id(value: Any) -> str | None:
     if value is None:
         return None
@@ -161,6 +173,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "naming": lambda value: choice("naming", value, NAMINGS),
     "incremental": check_incremental,
     "window_overwrite": check_window_overwrite,
+    "max_table_nesting": check_max_table_nesting,
 }
 RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_interval": check_interval,
@@ -196,6 +209,7 @@ class LoadRequest:
     run_context: Any = None
     window_overwrite: bool = True
     load_id: str | None = None
+    max_table_nesting: int | None = None  # child tables up to this depth; deeper arrays kept as JSON
 
     # What the job uses, derived once from the arguments above (names in the naming convention).
     table: str = _derived()  # the table's name as stored
@@ -236,8 +250,8 @@ class LoadRequest:
         """The validated request; ConfigError names a bad or unknown argument.
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
-        merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite, and the
-        run's data_interval, run_context and load_id.
+        merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite,
+        max_table_nesting, and the run's data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))
