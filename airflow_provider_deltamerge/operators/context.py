@@ -34,6 +34,7 @@ PROTECTED = (
     "pipeline_name",
     "incremental",
     "naming",
+    "max_table_nesting",
     "window",
     "conn_id",
     "spark_conf",

@@ -84,6 +84,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param backend: "auto", "delta-rs" or "delta-spark".
     :param naming: "snake_case" or "direct".
     :param window_overwrite: for append with a window, replace that window's rows (safe re-runs).
+    :param max_table_nesting: depth of child tables made from array columns (None: no limit; 0: none,
+        arrays kept as JSON text).
     :param window: explicit ``(start, end)`` to load, stateless (used by mapped backfills).
     :param conn_id: none (local Spark), a ``deltamerge``, ``spark`` or ``spark_connect`` connection.
     :param spark_conf: Spark properties for the session or spark-submit.
@@ -123,6 +125,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         backend: str = "auto",
         naming: str = "snake_case",
         window_overwrite: bool = True,
+        max_table_nesting: int | None = None,
         window: Any = None,
         conn_id: str | None = None,
         spark_conf: dict[str, Any] | None = None,
@@ -153,6 +156,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.backend = backend
         self.naming = naming
         self.window_overwrite = window_overwrite
+        self.max_table_nesting = max_table_nesting
         self.window = window
         self.conn_id = conn_id
         self.spark_conf = spark_conf

@@ -68,6 +68,8 @@ def context(conf=None, start=None, end=None, run_type="scheduled", try_number=1,
         ({"incremental": {"cursor_path": "t", "range_start": "half"}}, "range_start"),
         ({"backend": "duckdb"}, "backend"),
         ({"primary_key": ["id", "id"]}, "primary_key"),
+        ({"max_table_nesting": -1}, "max_table_nesting"),
+        ({"max_table_nesting": "2"}, "max_table_nesting"),
     ],
 )
 def test_bad_arguments_fail_at_parse_naming_the_argument(overrides, argument):
@@ -147,6 +149,24 @@ def test_request_carries_interval_run_and_conf_window():
         "conf": {"start": "2024-01-03T00:00:00Z"},
         "window": {},
     }
+
+
+def test_max_table_nesting_reaches_the_request_of_every_operator():
+    assert merge_op().build_request(context()).max_table_nesting is None
+    assert merge_op(max_table_nesting=2).build_request(context()).max_table_nesting == 2
+    scd2 = DeltaScd2Operator(task_id="dim", max_table_nesting=0, **BASE)
+    assert scd2.build_request(context()).max_table_nesting == 0
+    backfill = DeltaBackfillOperator(
+        task_id="bf",
+        start="2024-01-01",
+        end="2024-01-15",
+        incremental={"cursor_path": "t"},
+        **BASE,
+        max_table_nesting=1,
+    )
+    assert backfill.max_table_nesting == 1
+    with pytest.raises(AirflowFailException, match="max_table_nesting"):
+        merge_op().build_request(context(conf={"max_table_nesting": 0}))
 
 
 def test_explicit_window_wins_over_conf_window():
