@@ -16,8 +16,9 @@ What each disposition does to the child tables (dlt's rules):
   child rows are inserted (DI-2), so hard-deleted roots lose their children at every depth (HD-5);
 - upsert: child rows are merged on `_dlt_id`; child rows of a staged root that the batch no longer has
   (a shorter or missing list, a hard-deleted root) are deleted (UP-5);
-- insert-only: child rows whose `_dlt_id` is new are inserted (IO-2).
-scd2 with child tables is refused (use max_table_nesting=0 to keep its arrays as JSON).
+- insert-only: child rows whose `_dlt_id` is new are inserted (IO-2);
+- scd2: child rows are inserted when their `_dlt_id` is new; with hashed versions the ids derive from
+  the parent's version, so only new versions add child rows, and retiring touches none (SCD-14..16).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ from .delta.writer import CommitRequest
 from .errors import ConfigError, SchemaError
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, plan_load
 from .plan.nested import ROOT_ID, NestedPlan, plan_nested, takes_root_key
+from .plan.scd2 import Scd2Settings
 from .spark import frames
 from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
+from .spark.scd2 import VERSIONED, row_version_hash
 from .spark.schema import align_to_table
 from .spark.stage import shape_source, unflagged_rows
 from .spec.naming import ROW_ID, naming_convention, table_path
@@ -77,9 +80,24 @@ def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, repl
     )
     if disposition.strategy in ("delete-insert", "upsert") and disposition.disposition == "merge":
         _require_root_key(request, schemas)
-    rows = child_rows(unflagged_rows(staged.df), plan, load_id, root_key)
+    staged_roots = _versioned(staged.df, request)
+    if staged_roots is not staged.df:
+        root = dataclasses.replace(staged, df=root_rows(staged_roots, plan))
+    rows = child_rows(unflagged_rows(staged_roots), plan, load_id, root_key)
     log.info("load %s: child tables %s", load_id, ", ".join(tables))
-    return root, NestedBatch(plan, rows, tables, root_key, staged.df)
+    return root, NestedBatch(plan, rows, tables, root_key, staged_roots)
+
+
+def _versioned(staged: DataFrame, request: LoadRequest) -> DataFrame:
+    """scd2 with hashed versions: each row's `_dlt_id` is its version hash, taken over the whole row with
+    its arrays, so that child ids derive from the parent's version (SCD-14) and a changed list makes a
+    new version; other loads' rows as staged."""
+    if request.disposition.scd2 is None:
+        return staged
+    settings = Scd2Settings.from_options(request.disposition.scd2)
+    if not settings.hashed_version:
+        return staged
+    return staged.withColumn(ROW_ID, row_version_hash(staged, settings)).withColumn(VERSIONED, F.lit(True))
 
 
 def _schema(spark, writer, request: LoadRequest, name: str):
@@ -89,13 +107,6 @@ def _schema(spark, writer, request: LoadRequest, name: str):
 
 def _refuse_unsupported(request: LoadRequest, tables: tuple[str, ...], replace_where) -> None:
     """Refuse, before anything commits, what child tables cannot take yet."""
-    if request.disposition.scd2 is not None:
-        raise ConfigError(
-            "write_disposition",
-            f"merge strategy 'scd2' does not load child tables yet, and table {request.table!r} has "
-            f"{', '.join(tables)}; nothing was loaded. Pass max_table_nesting=0 to keep the arrays as JSON "
-            "text, or use append, replace, delete-insert, upsert or insert-only.",
-        )
     if replace_where is not None:
         raise ConfigError(
             "window_overwrite",
@@ -145,8 +156,8 @@ def _child_mode(disposition: WriteDisposition, root_plan: MergePlan) -> str:
     """How child tables change: as the root table's commit changes it."""
     if root_plan.operation is Operation.OVERWRITE:
         return "replace"
-    if root_plan.operation is Operation.MERGE:
-        return disposition.strategy
+    if root_plan.operation is Operation.MERGE:  # scd2: child rows of new versions only (SCD-14)
+        return "insert-only" if disposition.scd2 is not None else disposition.strategy
     return "append"  # an append, or the first write of a merged table, or a merge without keys
 
 
@@ -216,8 +227,12 @@ def _child_batch(spark, writer, load, snapshot, mode: str, rows: DataFrame, dele
     strategy applied on `_dlt_root_id` (delete-insert) or `_dlt_id` (upsert, insert-only)."""
     if mode in ("append", "replace"):
         return rows, WriteDisposition(mode), TableHints()
-    if mode == "insert-only":
-        return rows, WriteDisposition("merge", mode), TableHints(primary_key=(ROW_ID,))
+    if mode == "insert-only":  # one row per id: scd2 batches may repeat a version
+        return (
+            rows.dropDuplicates([ROW_ID]),
+            WriteDisposition("merge", mode),
+            TableHints(primary_key=(ROW_ID,)),
+        )
     kept = rows.withColumn(HARD_DELETE_FLAG, F.lit(False))
     if mode == "delete-insert":  # rows carrying a deleted root's id delete that root's child rows
         gone = deleted_roots.select(F.col(ROW_ID).alias(ROOT_ID), F.lit(True).alias(HARD_DELETE_FLAG))

@@ -122,6 +122,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "pipeline_name": args.pipeline_name,
         "naming": args.naming,
         "backend": args.backend,
+        "max_table_nesting": args.max_table_nesting,
     }
     if args.window:
         if arguments["incremental"] is None:

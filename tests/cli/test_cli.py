@@ -309,6 +309,8 @@ def test_the_console_script_runs_the_command(shop):
             ("--incremental", "ts", "--window", "a", "b"),
             {"run_context": {"window": {"start": "a", "end": "b"}}},
         ),
+        ((), {"max_table_nesting": None}),
+        (("--max-table-nesting", "0"), {"max_table_nesting": 0}),
     ],
 )
 def test_load_options_become_the_requests_arguments(args, expected):

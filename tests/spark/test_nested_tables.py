@@ -222,14 +222,37 @@ def test_insert_only_inserts_new_child_ids_only(spark, dataset):
     assert counts(dataset, ("parent",)) == {"parent": 2}
 
 
-def test_scd2_with_child_tables_is_refused_before_anything_is_written(spark, dataset):
+def test_scd2_child_rows_follow_parent_versions(spark, dataset):
+    """SCD-14..16: child rows are inserted with each new parent version only; retiring touches none; a
+    version that comes back finds its child rows present; no root key."""
     scd2 = {"disposition": "merge", "strategy": "scd2"}
-    with pytest.raises(ConfigError, match="max_table_nesting=0") as error:
-        load(spark, dataset, RUN_1, scd2)
-    assert error.value.argument == "write_disposition"
-    assert not DeltaTable.is_deltatable(f"{dataset}/parent")
-    assert not DeltaTable.is_deltatable(f"{dataset}/parent__child")
+    first = [
+        {"id": 1, "v": "a", "tags": [{"t": "x"}]},
+        {"id": 2, "v": "b", "tags": [{"t": "y"}, {"t": "z"}]},
+    ]
+    load(spark, dataset, first, scd2, table_name="dim")
+    assert data(dataset, "dim__tags") == [{"t": "x"}, {"t": "y"}, {"t": "z"}]
+    load(spark, dataset, [first[0], {"id": 2, "v": "b", "tags": [{"t": "y"}]}], scd2, table_name="dim")
+    versions = table(dataset, "dim")
+    assert len(versions) == 3  # a changed list is a new version of id 2
+    current = {r["id"]: r["_dlt_id"] for r in versions if r["_dlt_valid_to"] is None}
+    tags = table(dataset, "dim__tags")
+    assert len(tags) == 4  # the new version's one tag; the retired version keeps its two
+    assert [t["t"] for t in tags if t["_dlt_parent_id"] == current[2]] == ["y"]
+    assert all("_dlt_root_id" not in t for t in tags)
+    for tag in tags:
+        assert tag["_dlt_id"] == nested_id(tag["_dlt_parent_id"], "dim__tags", tag["_dlt_list_idx"])
+    load(spark, dataset, [first[1]], scd2, table_name="dim")  # id 2's first version comes back; id 1 goes
+    assert len(table(dataset, "dim")) == 4
+    assert len(table(dataset, "dim__tags")) == 4  # its child rows were there already
+    active = [r["id"] for r in table(dataset, "dim") if r["_dlt_valid_to"] is None]
+    assert active == [2]
+
+
+def test_max_table_nesting_zero_keeps_scd2_arrays_as_json(spark, dataset):
+    scd2 = {"disposition": "merge", "strategy": "scd2"}
     load(spark, dataset, RUN_1, scd2, max_table_nesting=0)
+    assert not DeltaTable.is_deltatable(f"{dataset}/parent__child")
     assert json.loads({r["id"]: r for r in table(dataset, "parent")}[3]["child"]) == [
         {"bar": 3, "grandchild": [{"baz": 1}]}
     ]
