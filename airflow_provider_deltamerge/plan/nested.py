@@ -18,6 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..spec.naming import ROW_ID
+from ..spec.options import TableHints, WriteDisposition
+from .merge import MergePlan, plan_load
+
 SEPARATOR = "__"  # between the fragments of a child table's or a flattened column's name
 PARENT_ID = "_dlt_parent_id"  # the parent row's _dlt_id
 LIST_INDEX = "_dlt_list_idx"  # the element's 0-based position in its list
@@ -164,3 +168,19 @@ def _flatten(
 def takes_root_key(disposition: str, strategy: str | None) -> bool:
     """Whether child rows carry `_dlt_root_id` (K-3): merges by delete-insert, upsert or insert-only."""
     return disposition == "merge" and strategy in ROOT_KEY_STRATEGIES
+
+
+def plan_child_commit(mode: str, *, table_exists: bool, batch_empty: bool, flagged: bool) -> MergePlan:
+    """The commit of one child table: `mode` is how the root table's commit changes it (append,
+    replace, or a merge strategy), applied on the child's own keys: `_dlt_root_id` for delete-insert
+    (rows flagged as deletes carry the ids of deleted roots), `_dlt_id` for upsert and insert-only
+    (flagged rows carry the ids of child rows to delete)."""
+    if mode in ("append", "replace"):
+        disposition, hints = WriteDisposition(mode), TableHints()
+    elif mode == "delete-insert":
+        disposition, hints = WriteDisposition("merge", mode), TableHints(merge_key=(ROOT_ID,))
+    else:
+        disposition, hints = WriteDisposition("merge", mode), TableHints(primary_key=(ROW_ID,))
+    return plan_load(
+        disposition, hints, table_exists=table_exists, batch_empty=batch_empty, hard_delete=flagged
+    )

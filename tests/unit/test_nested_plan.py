@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.plan.expressions import keys_equal
+from airflow_provider_deltamerge.plan.merge import Operation, SourceShape
 from airflow_provider_deltamerge.plan.nested import (
     Column,
     Shape,
     is_child_table_of,
+    plan_child_commit,
     plan_nested,
     takes_root_key,
 )
@@ -88,3 +91,23 @@ def test_arguments_and_names():
     ]
     assert not takes_root_key("append", None)
     assert not takes_root_key("replace", None)
+
+
+def test_child_commits_apply_the_roots_strategy_on_the_childs_own_keys():
+    def plan(mode, exists=True, empty=False, flagged=False):
+        return plan_child_commit(mode, table_exists=exists, batch_empty=empty, flagged=flagged)
+
+    assert plan("append").operation is Operation.WRITE
+    assert plan("append", empty=True).operation is Operation.NOTHING
+    assert plan("replace", empty=True).operation is Operation.OVERWRITE  # WD-3: emptied
+    assert plan("replace", exists=False, empty=True).operation is Operation.NOTHING
+    delete_insert = plan("delete-insert", flagged=True)
+    assert (delete_insert.source, delete_insert.delete_keys) == (
+        SourceShape.DELETE_KEYS_AND_ROWS,
+        ("_dlt_root_id",),
+    )
+    upsert = plan("upsert", flagged=True)
+    assert (upsert.source, upsert.on) == (SourceShape.ROWS_WITH_FLAG, keys_equal(("_dlt_id",), ("_dlt_id",)))
+    insert_only = plan("insert-only")
+    assert [(c.when, c.action) for c in insert_only.clauses] == [("not_matched", "insert_all")]
+    assert plan("upsert", exists=False, flagged=True).operation is Operation.WRITE
