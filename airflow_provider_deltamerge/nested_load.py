@@ -36,8 +36,8 @@ from .delta.locking import creation_lock
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.writer import CommitRequest
 from .errors import ConfigError, SchemaError
-from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, plan_load
-from .plan.nested import ROOT_ID, NestedPlan, plan_nested, takes_root_key
+from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
+from .plan.nested import ROOT_ID, NestedPlan, plan_child_commit, plan_nested, takes_root_key
 from .plan.scd2 import Scd2Settings
 from .spark import frames
 from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
@@ -45,7 +45,7 @@ from .spark.scd2 import VERSIONED, row_version_hash
 from .spark.schema import align_to_table
 from .spark.stage import shape_source, unflagged_rows
 from .spec.naming import ROW_ID, naming_convention, table_path
-from .spec.options import TableHints, WriteDisposition
+from .spec.options import WriteDisposition
 from .spec.request import LoadRequest
 from .spec.run import app_id, txn_version
 
@@ -75,8 +75,10 @@ def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, repl
     _refuse_unsupported(request, tables, replace_where)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
     disposition = request.disposition
-    root_key = takes_root_key(disposition.disposition, disposition.strategy) or any(
-        s is not None and ROOT_ID in s.fieldNames() for s in schemas.values()
+    root_key = (
+        request.root_key
+        or takes_root_key(disposition.disposition, disposition.strategy)
+        or any(s is not None and ROOT_ID in s.fieldNames() for s in schemas.values())
     )
     if disposition.strategy in ("delete-insert", "upsert") and disposition.disposition == "merge":
         _require_root_key(request, schemas)
@@ -189,14 +191,12 @@ def _commit_child(spark, writer, load, name: str, mode: str, rows: DataFrame, de
 def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, deleted_roots) -> dict | None:
     request, load_id = load.request, load.load_id
     path = table_path(request.dataset, name)
-    staged, disposition, hints = _child_batch(spark, writer, load, snapshot, mode, rows, deleted_roots)
-    staged = frames.materialize(staged)
-    plan = plan_load(
-        disposition,
-        hints,
+    staged = frames.materialize(_child_batch(spark, writer, load, snapshot, mode, rows, deleted_roots))
+    plan = plan_child_commit(
+        mode,
         table_exists=snapshot is not None,
         batch_empty=staged.isEmpty(),
-        hard_delete=HARD_DELETE_FLAG in staged.columns,
+        flagged=HARD_DELETE_FLAG in staged.columns,
     )
     if plan.operation is Operation.NOTHING:
         return None
@@ -222,33 +222,28 @@ def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, dele
     return {**result.metrics, "table_version": result.version}
 
 
-def _child_batch(spark, writer, load, snapshot, mode: str, rows: DataFrame, deleted_roots):
-    """The child table's staged rows, and the disposition and keys its commit is planned with: the root's
-    strategy applied on `_dlt_root_id` (delete-insert) or `_dlt_id` (upsert, insert-only)."""
+def _child_batch(spark, writer, load, snapshot, mode: str, rows: DataFrame, deleted_roots) -> DataFrame:
+    """The child table's staged rows for `plan_child_commit`: the batch's rows, and for delete-insert and
+    upsert rows flagged as deletes (see there)."""
     if mode in ("append", "replace"):
-        return rows, WriteDisposition(mode), TableHints()
+        return rows
     if mode == "insert-only":  # one row per id: scd2 batches may repeat a version
-        return (
-            rows.dropDuplicates([ROW_ID]),
-            WriteDisposition("merge", mode),
-            TableHints(primary_key=(ROW_ID,)),
-        )
+        return rows.dropDuplicates([ROW_ID])
     kept = rows.withColumn(HARD_DELETE_FLAG, F.lit(False))
-    if mode == "delete-insert":  # rows carrying a deleted root's id delete that root's child rows
+    if mode == "delete-insert":  # the ids of the deleted roots, whose child rows go
         gone = deleted_roots.select(F.col(ROW_ID).alias(ROOT_ID), F.lit(True).alias(HARD_DELETE_FLAG))
-        batch = kept.unionByName(gone, allowMissingColumns=True)
-        return batch, WriteDisposition("merge", mode), TableHints(merge_key=(ROOT_ID,))
+        return kept.unionByName(gone, allowMissingColumns=True)
     if snapshot is None:
-        return kept, WriteDisposition("merge", mode), TableHints(primary_key=(ROW_ID,))
-    # upsert: child rows of the staged roots that the batch no longer has are deleted
+        return kept
+    # upsert: the child rows of the staged roots that the batch no longer has
     target = writer.read_columns(spark, snapshot, [ROW_ID, ROOT_ID])
     roots = load.nested.staged_roots.select(F.col(ROW_ID).alias(ROOT_ID)).distinct()
     stale = target.join(roots, on=ROOT_ID, how="left_semi").join(
         rows.select(ROW_ID), on=ROW_ID, how="left_anti"
     )
-    gone = stale.select(ROW_ID, F.lit(True).alias(HARD_DELETE_FLAG))
-    batch = kept.unionByName(gone, allowMissingColumns=True)
-    return batch, WriteDisposition("merge", mode), TableHints(primary_key=(ROW_ID,))
+    return kept.unionByName(
+        stale.select(ROW_ID, F.lit(True).alias(HARD_DELETE_FLAG)), allowMissingColumns=True
+    )
 
 
 def interrupted_load_id(request: LoadRequest, stored: StoreSnapshot, writer) -> str | None:

@@ -35,6 +35,7 @@ PROTECTED = (
     "incremental",
     "naming",
     "max_table_nesting",
+    "root_key",
     "window",
     "conn_id",
     "spark_conf",

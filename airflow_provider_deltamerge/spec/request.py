@@ -134,6 +134,12 @@ def check_max_table_nesting(value: Any) -> int | None:
     return value
 
 
+def check_root_key(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("root_key", f"must be true or false, got {value!r}")
+    return value
+
+
 def check_load_id(value: Any) -> str | None:
     if value is None:
         return None
@@ -174,6 +180,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "incremental": check_incremental,
     "window_overwrite": check_window_overwrite,
     "max_table_nesting": check_max_table_nesting,
+    "root_key": check_root_key,
 }
 RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_interval": check_interval,
@@ -210,6 +217,7 @@ class LoadRequest:
     window_overwrite: bool = True
     load_id: str | None = None
     max_table_nesting: int | None = None  # child tables up to this depth; deeper arrays kept as JSON
+    root_key: bool = False  # _dlt_root_id in child tables whatever the disposition
 
     # What the job uses, derived once from the arguments above (names in the naming convention).
     table: str = _derived()  # the table's name as stored
@@ -251,7 +259,7 @@ class LoadRequest:
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
         merge_key, columns, pipeline_name, backend, naming, incremental, window_overwrite,
-        max_table_nesting, and the run's data_interval, run_context and load_id.
+        max_table_nesting, root_key, and the run's data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))

@@ -70,6 +70,7 @@ def context(conf=None, start=None, end=None, run_type="scheduled", try_number=1,
         ({"primary_key": ["id", "id"]}, "primary_key"),
         ({"max_table_nesting": -1}, "max_table_nesting"),
         ({"max_table_nesting": "2"}, "max_table_nesting"),
+        ({"root_key": "yes"}, "root_key"),
     ],
 )
 def test_bad_arguments_fail_at_parse_naming_the_argument(overrides, argument):
@@ -154,6 +155,7 @@ def test_request_carries_interval_run_and_conf_window():
 def test_max_table_nesting_reaches_the_request_of_every_operator():
     assert merge_op().build_request(context()).max_table_nesting is None
     assert merge_op(max_table_nesting=2).build_request(context()).max_table_nesting == 2
+    assert merge_op(root_key=True).build_request(context()).root_key is True
     scd2 = DeltaScd2Operator(task_id="dim", max_table_nesting=0, **BASE)
     assert scd2.build_request(context()).max_table_nesting == 0
     backfill = DeltaBackfillOperator(

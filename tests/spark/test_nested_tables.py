@@ -258,6 +258,14 @@ def test_max_table_nesting_zero_keeps_scd2_arrays_as_json(spark, dataset):
     ]
 
 
+def test_root_key_on_append_lets_a_later_merge_find_child_rows(spark, dataset):
+    load(spark, dataset, RUN_1, "append", root_key=True)
+    roots = {r["_dlt_id"]: r["id"] for r in table(dataset, "parent")}
+    assert {roots[r["_dlt_root_id"]] for r in table(dataset, "parent__child__grandchild")} == {1, 2, 3}
+    load(spark, dataset, RUN_2, "merge", primary_key="id")  # delete-insert: ids 1 and 2 replaced
+    assert counts(dataset) == {"parent": 3, "parent__child": 2, "parent__child__grandchild": 1}
+
+
 def test_upsert_refuses_child_tables_without_a_root_key(spark, dataset):
     load(spark, dataset, RUN_1, "append")
     with pytest.raises(Exception, match="_dlt_root_id"):
