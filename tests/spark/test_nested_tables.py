@@ -258,6 +258,18 @@ def test_max_table_nesting_zero_keeps_scd2_arrays_as_json(spark, dataset):
     ]
 
 
+def test_a_table_of_its_own_named_like_a_child_table_is_left_alone(spark, dataset):
+    archive = [{"id": 9, "items": [{"n": 1}]}]
+    load(spark, dataset, archive, "append", table_name="parent__archive", naming="direct")
+    load(spark, dataset, RUN_1, "replace")
+    load(spark, dataset, [], "replace")  # empties parent and its child tables, nothing else
+    assert counts(dataset) == dict.fromkeys(PARENT, 0)
+    assert counts(dataset, ("parent__archive", "parent__archive__items")) == {
+        "parent__archive": 1,
+        "parent__archive__items": 1,
+    }
+
+
 def test_root_key_on_append_lets_a_later_merge_find_child_rows(spark, dataset):
     load(spark, dataset, RUN_1, "append", root_key=True)
     roots = {r["_dlt_id"]: r["id"] for r in table(dataset, "parent")}
