@@ -68,9 +68,8 @@ def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, repl
     normalize = naming_convention(request.naming)
     plan = plan_nested(request.table, column_shapes(staged.df), normalize, request.max_table_nesting)
     existing = existing_child_tables(request.dataset, request.table)
-    root = dataclasses.replace(staged, df=root_rows(staged.df, plan))
     if not plan.tables and not existing:
-        return root, None
+        return dataclasses.replace(staged, df=root_rows(staged.df, plan)), None
     tables = tuple(sorted(set(plan.names) | set(existing)))
     _refuse_unsupported(request, tables, replace_where)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
@@ -83,10 +82,9 @@ def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, repl
     if disposition.strategy in ("delete-insert", "upsert") and disposition.disposition == "merge":
         _require_root_key(request, schemas)
     staged_roots = _versioned(staged.df, request)
-    if staged_roots is not staged.df:
-        root = dataclasses.replace(staged, df=root_rows(staged_roots, plan))
     rows = child_rows(unflagged_rows(staged_roots), plan, load_id, root_key)
     log.info("load %s: child tables %s", load_id, ", ".join(tables))
+    root = dataclasses.replace(staged, df=root_rows(staged_roots, plan))
     return root, NestedBatch(plan, rows, tables, root_key, staged_roots)
 
 
@@ -129,7 +127,8 @@ def _require_root_key(request: LoadRequest, schemas: dict[str, Any]) -> None:
                 "string",
                 reason=f"child table {name!r} has no {ROOT_ID} column (it was loaded by append or replace), "
                 f"which merge strategy {request.disposition.strategy!r} needs to find the rows of each root; "
-                "nothing was loaded. Load it with replace once under the new strategy's parent, or drop it.",
+                "nothing was loaded. Load the table once with write_disposition='replace' and root_key=True "
+                "(which rewrites its child tables with the column), or drop the child tables.",
             )
 
 
@@ -138,16 +137,14 @@ def commit_child_tables(spark, writer, load, root_table, root_plan: MergePlan, c
     return each table's metrics. `checkpoint` marks each table boundary for the crash tests."""
     nested: NestedBatch = load.nested
     mode = _child_mode(load.request.disposition, root_plan)
-    deleted_roots = None
-    if mode == "delete-insert":
-        deleted_roots = _deleted_root_ids(spark, writer, root_table, nested.staged_roots, root_plan)
+    roots = _roots_to_sync(spark, writer, load, root_table, root_plan, mode)
     metrics = {}
     for name in nested.tables:
         checkpoint(f"commit:{name}")
         rows = nested.rows.get(name)
         if rows is None:  # a child table this batch has no rows for (WD-7)
             rows = empty_rows(spark, nested.root_key)
-        committed = _commit_child(spark, writer, load, name, mode, rows, deleted_roots)
+        committed = _commit_child(spark, writer, load, name, mode, rows, roots)
         checkpoint(f"committed:{name}")
         if committed is not None:
             metrics[name] = committed
@@ -163,9 +160,22 @@ def _child_mode(disposition: WriteDisposition, root_plan: MergePlan) -> str:
     return "append"  # an append, or the first write of a merged table, or a merge without keys
 
 
-def _deleted_root_ids(spark, writer, root_table, staged_roots: DataFrame, root_plan: MergePlan) -> DataFrame:
-    """The `_dlt_id` of the root rows a delete-insert deletes: those matching a staged row on a key."""
-    key_sets = root_plan.match_any_of or (root_plan.delete_keys,)
+def _roots_to_sync(spark, writer, load, root_table, root_plan: MergePlan, mode: str) -> DataFrame | None:
+    """The `_dlt_id`s of the roots whose child rows the merge replaces: for delete-insert the target
+    root rows it deletes; for upsert the staged roots and the target rows they update (whose ids differ
+    where the table was loaded by another disposition before)."""
+    staged = load.nested.staged_roots
+    if mode == "delete-insert":
+        key_sets = root_plan.match_any_of or (root_plan.delete_keys,)
+        return _target_root_ids(spark, writer, root_table, staged, key_sets)
+    if mode == "upsert":
+        updated = _target_root_ids(spark, writer, root_table, staged, (load.request.hints.primary_key,))
+        return staged.select(ROW_ID).unionByName(updated).distinct()
+    return None
+
+
+def _target_root_ids(spark, writer, root_table, staged_roots: DataFrame, key_sets) -> DataFrame:
+    """The `_dlt_id` of the target root rows that match a staged row on any of the key sets."""
     columns = list(dict.fromkeys([c for key in key_sets for c in key] + [ROW_ID]))
     target = writer.read_columns(spark, root_table, columns)
     matches = [
@@ -177,21 +187,21 @@ def _deleted_root_ids(spark, writer, root_table, staged_roots: DataFrame, root_p
     return union.select(ROW_ID).distinct()
 
 
-def _commit_child(spark, writer, load, name: str, mode: str, rows: DataFrame, deleted_roots) -> dict | None:
+def _commit_child(spark, writer, load, name: str, mode: str, rows: DataFrame, roots) -> dict | None:
     request = load.request
     path = table_path(request.dataset, name)
     snapshot = writer.snapshot(spark, path)
     if snapshot is not None:
-        return _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, deleted_roots)
+        return _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots)
     with creation_lock(path):  # the first commit of a table: one writer at a time
         snapshot = writer.snapshot(spark, path)
-        return _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, deleted_roots)
+        return _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots)
 
 
-def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, deleted_roots) -> dict | None:
+def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots) -> dict | None:
     request, load_id = load.request, load.load_id
     path = table_path(request.dataset, name)
-    staged = frames.materialize(_child_batch(spark, writer, load, snapshot, mode, rows, deleted_roots))
+    staged = frames.materialize(_child_batch(spark, writer, snapshot, mode, rows, roots))
     plan = plan_child_commit(
         mode,
         table_exists=snapshot is not None,
@@ -222,7 +232,7 @@ def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, dele
     return {**result.metrics, "table_version": result.version}
 
 
-def _child_batch(spark, writer, load, snapshot, mode: str, rows: DataFrame, deleted_roots) -> DataFrame:
+def _child_batch(spark, writer, snapshot, mode: str, rows: DataFrame, roots) -> DataFrame:
     """The child table's staged rows for `plan_child_commit`: the batch's rows, and for delete-insert and
     upsert rows flagged as deletes (see there)."""
     if mode in ("append", "replace"):
@@ -230,15 +240,15 @@ def _child_batch(spark, writer, load, snapshot, mode: str, rows: DataFrame, dele
     if mode == "insert-only":  # one row per id: scd2 batches may repeat a version
         return rows.dropDuplicates([ROW_ID])
     kept = rows.withColumn(HARD_DELETE_FLAG, F.lit(False))
-    if mode == "delete-insert":  # the ids of the deleted roots, whose child rows go
-        gone = deleted_roots.select(F.col(ROW_ID).alias(ROOT_ID), F.lit(True).alias(HARD_DELETE_FLAG))
+    if mode == "delete-insert":  # rows carrying a deleted root's id: its child rows go
+        gone = roots.select(F.col(ROW_ID).alias(ROOT_ID), F.lit(True).alias(HARD_DELETE_FLAG))
         return kept.unionByName(gone, allowMissingColumns=True)
     if snapshot is None:
         return kept
-    # upsert: the child rows of the staged roots that the batch no longer has
+    # upsert: the child rows of the synced roots that the batch no longer has
     target = writer.read_columns(spark, snapshot, [ROW_ID, ROOT_ID])
-    roots = load.nested.staged_roots.select(F.col(ROW_ID).alias(ROOT_ID)).distinct()
-    stale = target.join(roots, on=ROOT_ID, how="left_semi").join(
+    synced = roots.select(F.col(ROW_ID).alias(ROOT_ID))
+    stale = target.join(synced, on=ROOT_ID, how="left_semi").join(
         rows.select(ROW_ID), on=ROW_ID, how="left_anti"
     )
     return kept.unionByName(

@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.errors import ConfigError, SchemaError
 from tests.helpers import ordered
 
 PARENT = ("parent", "parent__child", "parent__child__grandchild")
@@ -199,10 +199,11 @@ def test_upsert_keeps_ids_drops_tails_and_children_of_deleted_roots(spark, datas
     assert info.metrics["tables"]["parent__child__grandchild"]["numTargetRowsDeleted"] == 3
 
 
-def test_a_merge_processes_child_tables_the_batch_has_no_column_for(spark, dataset):
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
+def test_a_merge_processes_child_tables_the_batch_has_no_column_for(spark, dataset, strategy):
     """WD-7: the batch has no `child` column at all; the roots it stages lose their children."""
-    load(spark, dataset, RUN_1, merge("upsert"), primary_key="id")
-    load(spark, dataset, [{"id": 1, "foo": 5}], merge("upsert"), primary_key="id")
+    load(spark, dataset, RUN_1, merge(strategy), primary_key="id")
+    load(spark, dataset, [{"id": 1, "foo": 5}], merge(strategy), primary_key="id")
     assert counts(dataset) == {"parent": 3, "parent__child": 2, "parent__child__grandchild": 2}
     roots = {r["_dlt_id"]: r["id"] for r in table(dataset, "parent")}
     assert {roots[r["_dlt_root_id"]] for r in table(dataset, "parent__child__grandchild")} == {2, 3}
@@ -280,6 +281,9 @@ def test_root_key_on_append_lets_a_later_merge_find_child_rows(spark, dataset):
 
 def test_upsert_refuses_child_tables_without_a_root_key(spark, dataset):
     load(spark, dataset, RUN_1, "append")
-    with pytest.raises(Exception, match="_dlt_root_id"):
+    with pytest.raises(SchemaError, match="root_key=True"):
         load(spark, dataset, RUN_2, merge("upsert"), primary_key="id")
     assert counts(dataset) == {"parent": 3, "parent__child": 3, "parent__child__grandchild": 3}
+    load(spark, dataset, RUN_1, "replace", root_key=True)  # what the error advises
+    load(spark, dataset, RUN_2, merge("upsert"), primary_key="id")
+    assert counts(dataset) == {"parent": 3, "parent__child": 2, "parent__child__grandchild": 1}
