@@ -210,15 +210,16 @@ def test_a_merge_processes_child_tables_the_batch_has_no_column_for(spark, datas
 
 
 def test_insert_only_inserts_new_child_ids_only(spark, dataset):
-    """IO-2: an element appended to an existing parent's list is inserted; a changed one is not."""
-    load(spark, dataset, [{"id": 1, "child": [{"bar": 1}]}], merge("insert-only"), primary_key="id")
-    load(
-        spark,
-        dataset,
-        [{"id": 1, "child": [{"bar": 9}, {"bar": 2}]}, {"id": 2, "child": [{"bar": 3}]}],
-        merge("insert-only"),
-        primary_key="id",
-    )
+    """IO-2: an element appended to an existing parent's list is inserted; a changed one is not; a
+    hard-deleted row inserts nothing and deletes nothing (HD-8)."""
+    hints = {"primary_key": "id", "columns": {"gone": {"hard_delete": True}}}
+    load(spark, dataset, [{"id": 1, "child": [{"bar": 1}]}], merge("insert-only"), **hints)
+    second = [
+        {"id": 1, "child": [{"bar": 9}, {"bar": 2}]},
+        {"id": 2, "child": [{"bar": 3}]},
+        {"id": 3, "gone": True, "child": [{"bar": 5}]},
+    ]
+    load(spark, dataset, second, merge("insert-only"), **hints)
     assert data(dataset, "parent__child") == [{"bar": 1}, {"bar": 2}, {"bar": 3}]
     assert counts(dataset, ("parent",)) == {"parent": 2}
 
