@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import nested_load
 from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
@@ -114,7 +115,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     if finished is not None:
         return finished
     table = writer.snapshot(spark, request.table_path)
-    load_id = request.load_id or new_load_id(after=stored.newest_load_id())
+    load_id = request.load_id or nested_load.interrupted_load_id(request, stored, writer)
+    load_id = load_id or new_load_id(after=stored.newest_load_id())
     opened = open_load_window(request, table, _cursor_state(request, stored, commits))
     replaces_window = replace_where_for(request, opened.window if opened else None) is not None
     check_table_allows_load(spark, writer, request, table, replaces_window)
@@ -122,18 +124,21 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     batch = _extract(spark, data, request, opened.window if opened else None)
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
-    steps.step("window", "%s", describe_window(opened.window if opened else None))
+    window = opened.window if opened else None
+    steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
+    staged, nested = nested_load.split_nested(
+        spark, writer, request, staged, load_id, replace_where_for(request, window)
+    )
     steps.step(
         "stage",
         "%s rows read, %s staged (dedup, hard deletes, checks)",
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
-    window = opened.window if opened else None
-    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, schema)
+    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, schema, nested)
     table, properties_set = apply_table_properties(spark, writer, request, table)
     if properties_set:
         steps.step("properties", "set %s", properties_set)
@@ -192,6 +197,7 @@ class _StagedLoad:
     stored: store.StoreSnapshot
     steps: StepLog
     schema: Any  # spark.schema_steps.SchemaStep
+    nested: Any = None  # nested_load.NestedBatch: the child tables, committed before this table
 
     @property
     def window_dict(self) -> dict | None:
@@ -225,6 +231,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "state": load.new_state,
         "columns": load.schema.columns,
     }
+    if load.nested is not None:
+        metadata["tables"] = nested_load.commit_child_tables(spark, writer, load, table, plan, checkpoint)
     stream = app_id(request.pipeline, request.table, request.run, load_id)
     commit = CommitRequest(
         load_id,
@@ -249,6 +257,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "window_start": (window or {}).get("start"),
         "window_end": (window or {}).get("end"),
     }
+    metrics = nested_load.with_table_metrics(metrics, request.table, result, metadata.get("tables"))
     record = store.LoadRecord(
         load_id,
         request.pipeline,

@@ -125,6 +125,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "naming": args.naming,
         "backend": args.backend,
         "table_properties": dict(args.table_property) or None,
+        "max_table_nesting": args.max_table_nesting,
     }
     if args.window:
         if arguments["incremental"] is None:

@@ -157,6 +157,12 @@ def _add_load(load: argparse.ArgumentParser) -> None:
         "--pipeline-name", metavar="NAME", help="the pipeline in the state tables (default deltamerge)"
     )
     semantics.add_argument("--naming", default="snake_case", help="snake_case (default) or direct")
+    semantics.add_argument(
+        "--max-table-nesting",
+        type=int,
+        metavar="N",
+        help="depth of child tables made from array columns (default: no limit; 0: arrays kept as JSON)",
+    )
     semantics.add_argument("--backend", default="auto", help="auto (default), delta-rs or delta-spark")
     semantics.add_argument(
         "--table-property",

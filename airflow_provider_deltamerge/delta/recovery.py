@@ -128,6 +128,9 @@ def record_from_commit(commit) -> LoadRecord:
         "window_start": (window or {}).get("start"),
         "window_end": (window or {}).get("end"),
     }
+    if meta.get("tables") is not None:  # a load with child tables: each table's commit metrics
+        root = {**commit.metrics, "table_version": commit.version}
+        metrics["tables"] = {meta.get("table"): root, **meta["tables"]}
     return LoadRecord(
         load_id=meta["load_id"],
         pipeline_name=meta.get("pipeline"),

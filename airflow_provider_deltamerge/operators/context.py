@@ -35,6 +35,8 @@ PROTECTED = (
     "pipeline_name",
     "incremental",
     "naming",
+    "max_table_nesting",
+    "root_key",
     "window",
     "conn_id",
     "spark_conf",

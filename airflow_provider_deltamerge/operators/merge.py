@@ -90,6 +90,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param window_overwrite: for append with a window, replace that window's rows (safe re-runs).
     :param table_properties: Delta table properties, e.g. ``{"delta.enableChangeDataFeed": True}``: set
         when the load creates the table, and by a metadata commit before the load when they differ.
+    :param max_table_nesting: depth of child tables made from array columns (None: no limit; 0: none,
+        arrays kept as JSON text).
+    :param root_key: give child rows ``_dlt_root_id`` whatever the disposition (merges always do).
     :param window: explicit ``(start, end)`` to load, stateless (used by mapped backfills).
     :param conn_id: none (local Spark), a ``deltamerge``, ``spark`` or ``spark_connect`` connection.
     :param spark_conf: Spark properties for the session or spark-submit.
@@ -139,6 +142,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         naming: str = "snake_case",
         window_overwrite: bool = True,
         table_properties: dict[str, Any] | None = None,
+        max_table_nesting: int | None = None,
+        root_key: bool = False,
         window: Any = None,
         conn_id: str | None = None,
         spark_conf: dict[str, Any] | None = None,
@@ -171,6 +176,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.naming = naming
         self.window_overwrite = window_overwrite
         self.table_properties = table_properties
+        self.max_table_nesting = max_table_nesting
+        self.root_key = root_key
         self.window = window
         self.conn_id = conn_id
         self.spark_conf = spark_conf

@@ -32,6 +32,9 @@ HASH_JSON_OPTIONS = {
     "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
     "ignoreNullFields": "true",
 }
+# Helper column: the row's `_dlt_id` is its version hash already, taken over the row with its child
+# tables' arrays (so a changed list is a new version, as in dlt), before those arrays left the row.
+VERSIONED = HELPER_PREFIX + "versioned"
 
 
 def stage_scd2(staged, request, snapshot, load_id: str) -> tuple:
@@ -146,7 +149,9 @@ def row_version_hash(df: DataFrame, settings: Scd2Settings) -> Column:
 
 def with_validity(df: DataFrame, settings: Scd2Settings, boundary: datetime | None) -> DataFrame:
     """The rows as new active versions: version hash (by default), valid_from, valid_to, active flag."""
-    if settings.hashed_version:
+    if VERSIONED in df.columns:
+        df = df.drop(VERSIONED)
+    elif settings.hashed_version:
         df = df.withColumn(ROW_ID, row_version_hash(df, settings))
     valid_from = F.lit(boundary) if boundary is not None else boundary_values(df, settings.boundary_column)
     df = df.withColumn(settings.valid_from, valid_from.cast(T.TimestampType()))

@@ -125,6 +125,24 @@ def check_window_overwrite(value: Any) -> bool:
     return value
 
 
+def check_max_table_nesting(value: Any) -> int | None:
+    """None (no limit, dlt's default) or a whole number >= 0 (0: no child tables)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(
+            "max_table_nesting",
+            f"{value!r} must be a whole number >= 0 (0: no child tables, arrays kept as JSON) or None",
+        )
+    return value
+
+
+def check_root_key(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("root_key", f"must be true or false, got {value!r}")
+    return value
+
+
 def check_load_id(value: Any) -> str | None:
     if value is None:
         return None
@@ -167,6 +185,8 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "incremental": check_incremental,
     "window_overwrite": check_window_overwrite,
     "table_properties": check_table_properties,
+    "max_table_nesting": check_max_table_nesting,
+    "root_key": check_root_key,
 }
 RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_interval": check_interval,
@@ -204,6 +224,8 @@ class LoadRequest:
     window_overwrite: bool = True
     table_properties: Any = None
     load_id: str | None = None
+    max_table_nesting: int | None = None  # child tables up to this depth; deeper arrays kept as JSON
+    root_key: bool = False  # _dlt_root_id in child tables whatever the disposition
 
     # What the job uses, derived once from the arguments above (names in the naming convention).
     table: str = _derived()  # the table's name as stored
@@ -250,7 +272,8 @@ class LoadRequest:
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
         merge_key, columns, schema_contract, pipeline_name, backend, naming, incremental,
-        window_overwrite, table_properties, and the run's data_interval, run_context and load_id.
+        window_overwrite, table_properties, max_table_nesting, root_key, and the run's data_interval,
+        run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))

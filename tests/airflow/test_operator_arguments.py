@@ -70,6 +70,9 @@ def context(conf=None, start=None, end=None, run_type="scheduled", try_number=1,
         ({"primary_key": ["id", "id"]}, "primary_key"),
         ({"table_properties": {"delta.appendOnly": "maybe"}}, "table_properties"),
         ({"table_properties": {"delta.enableDeletionVectors": True}}, "table_properties"),
+        ({"max_table_nesting": -1}, "max_table_nesting"),
+        ({"max_table_nesting": "2"}, "max_table_nesting"),
+        ({"root_key": "yes"}, "root_key"),
     ],
 )
 def test_bad_arguments_fail_at_parse_naming_the_argument(overrides, argument):
@@ -149,6 +152,25 @@ def test_request_carries_interval_run_and_conf_window():
         "conf": {"start": "2024-01-03T00:00:00Z"},
         "window": {},
     }
+
+
+def test_max_table_nesting_reaches_the_request_of_every_operator():
+    assert merge_op().build_request(context()).max_table_nesting is None
+    assert merge_op(max_table_nesting=2).build_request(context()).max_table_nesting == 2
+    assert merge_op(root_key=True).build_request(context()).root_key is True
+    scd2 = DeltaScd2Operator(task_id="dim", max_table_nesting=0, **BASE)
+    assert scd2.build_request(context()).max_table_nesting == 0
+    backfill = DeltaBackfillOperator(
+        task_id="bf",
+        start="2024-01-01",
+        end="2024-01-15",
+        incremental={"cursor_path": "t"},
+        **BASE,
+        max_table_nesting=1,
+    )
+    assert backfill.max_table_nesting == 1
+    with pytest.raises(AirflowFailException, match="max_table_nesting"):
+        merge_op().build_request(context(conf={"max_table_nesting": 0}))
 
 
 def test_explicit_window_wins_over_conf_window():

@@ -326,6 +326,8 @@ def test_the_console_script_runs_the_command(shop):
             ("--table-property", "delta.appendOnly=true", "--table-property", "delta.checkpointInterval=5"),
             {"table_properties": {"delta.appendOnly": "true", "delta.checkpointInterval": "5"}},
         ),
+        ((), {"max_table_nesting": None}),
+        (("--max-table-nesting", "0"), {"max_table_nesting": 0}),
     ],
 )
 def test_load_options_become_the_requests_arguments(args, expected):

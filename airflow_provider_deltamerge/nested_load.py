@@ -1,0 +1,289 @@
+"""A load with child tables: the batch's arrays become child tables (dlt's nested tables), each child
+table gets its own Delta commit, and the root table's commit comes last.
+
+Delta commits one table at a time, so a load that touches a root table and its child tables makes one
+commit per table, each carrying the load id (and its txn, so a commit that landed is never applied
+again), in this order: every child table, then the root table, then the load record. The root table's
+commit is the load's commit point, as for a load without child tables: once it landed, every child table
+has landed, and a load interrupted after it is recorded from it by the next load. A retry of the same
+Airflow run whose earlier attempt stopped between child commits takes that attempt's load id again
+(`interrupted_load_id`): the child tables that landed are skipped by their txn, the others and the root
+are committed. `_dlt_loads` holds a load only once every table has it.
+
+What each disposition does to the child tables (dlt's rules):
+- append: the child rows are appended; replace: each child table holds exactly this batch's rows (WD-3);
+- delete-insert: child rows whose `_dlt_root_id` is that of a deleted root row go, then the batch's
+  child rows are inserted (DI-2), so hard-deleted roots lose their children at every depth (HD-5);
+- upsert: child rows are merged on `_dlt_id`; child rows of a staged root that the batch no longer has
+  (a shorter or missing list, a hard-deleted root) are deleted (UP-5);
+- insert-only: child rows whose `_dlt_id` is new are inserted (IO-2);
+- scd2: child rows are inserted when their `_dlt_id` is new; with hashed versions the ids derive from
+  the parent's version, so only new versions add child rows, and retiring touches none (SCD-14..16).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .delta.child_tables import existing_child_tables
+from .delta.locking import creation_lock
+from .delta.store import HISTORY_DEPTH, StoreSnapshot
+from .delta.writer import CommitRequest
+from .errors import ConfigError, SchemaError
+from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
+from .plan.nested import ROOT_ID, NestedPlan, plan_child_commit, plan_nested, takes_root_key
+from .plan.scd2 import Scd2Settings
+from .spark import frames
+from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
+from .spark.scd2 import VERSIONED, row_version_hash
+from .spark.schema import align_to_table
+from .spark.stage import shape_source, unflagged_rows
+from .spec.naming import ROW_ID, naming_convention, table_path
+from .spec.options import WriteDisposition
+from .spec.request import LoadRequest
+from .spec.run import app_id, txn_version
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NestedBatch:
+    """The child tables of one staged batch."""
+
+    plan: NestedPlan
+    rows: dict[str, DataFrame]  # child table -> this batch's rows (children of hard-deleted roots left out)
+    tables: tuple[str, ...]  # every child table the load processes: the batch's and the existing ones
+    root_key: bool  # whether child rows carry _dlt_root_id
+    staged_roots: DataFrame  # the staged root rows, hard-deleted ones included
+
+
+def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, replace_where=None):
+    """The staged root batch without its child-table arrays, and its child tables (None without any)."""
+    normalize = naming_convention(request.naming)
+    plan = plan_nested(request.table, column_shapes(staged.df), normalize, request.max_table_nesting)
+    existing = existing_child_tables(request.dataset, request.table)
+    if not plan.tables and not existing:
+        return dataclasses.replace(staged, df=root_rows(staged.df, plan)), None
+    tables = tuple(sorted(set(plan.names) | set(existing)))
+    _refuse_unsupported(request, tables, replace_where)
+    schemas = {n: _schema(spark, writer, request, n) for n in existing}
+    disposition = request.disposition
+    root_key = (
+        request.root_key
+        or takes_root_key(disposition.disposition, disposition.strategy)
+        or any(s is not None and ROOT_ID in s.fieldNames() for s in schemas.values())
+    )
+    if disposition.strategy in ("delete-insert", "upsert") and disposition.disposition == "merge":
+        _require_root_key(request, schemas)
+    staged_roots = _versioned(staged.df, request)
+    rows = child_rows(unflagged_rows(staged_roots), plan, load_id, root_key)
+    log.info("load %s: child tables %s", load_id, ", ".join(tables))
+    root = dataclasses.replace(staged, df=root_rows(staged_roots, plan))
+    return root, NestedBatch(plan, rows, tables, root_key, staged_roots)
+
+
+def _versioned(staged: DataFrame, request: LoadRequest) -> DataFrame:
+    """scd2 with hashed versions: each row's `_dlt_id` is its version hash, taken over the whole row with
+    its arrays, so that child ids derive from the parent's version (SCD-14) and a changed list makes a
+    new version; other loads' rows as staged."""
+    if request.disposition.scd2 is None:
+        return staged
+    settings = Scd2Settings.from_options(request.disposition.scd2)
+    if not settings.hashed_version:
+        return staged
+    return staged.withColumn(ROW_ID, row_version_hash(staged, settings)).withColumn(VERSIONED, F.lit(True))
+
+
+def _schema(spark, writer, request: LoadRequest, name: str):
+    snapshot = writer.snapshot(spark, table_path(request.dataset, name))
+    return snapshot.schema if snapshot is not None else None
+
+
+def _refuse_unsupported(request: LoadRequest, tables: tuple[str, ...], replace_where) -> None:
+    """Refuse, before anything commits, what child tables cannot take yet."""
+    if replace_where is not None:
+        raise ConfigError(
+            "window_overwrite",
+            f"an append of a window replaces that window's rows of {request.table!r}, but its child tables "
+            f"{', '.join(tables)} have no cursor column to select theirs; nothing was loaded. Pass "
+            "window_overwrite=False, or load with merge and a primary key.",
+        )
+
+
+def _require_root_key(request: LoadRequest, schemas: dict[str, Any]) -> None:
+    """delete-insert and upsert find child rows by `_dlt_root_id`; tables created without it are refused."""
+    for name, schema in schemas.items():
+        if schema is not None and ROOT_ID not in schema.fieldNames():
+            raise SchemaError(
+                table_path(request.dataset, name),
+                ROOT_ID,
+                "absent",
+                "string",
+                reason=f"child table {name!r} has no {ROOT_ID} column (it was loaded by append or replace), "
+                f"which merge strategy {request.disposition.strategy!r} needs to find the rows of each root; "
+                "nothing was loaded. Load the table once with write_disposition='replace' and root_key=True "
+                "(which rewrites its child tables with the column), or drop the child tables.",
+            )
+
+
+def commit_child_tables(spark, writer, load, root_table, root_plan: MergePlan, checkpoint) -> dict[str, dict]:
+    """Commit every child table of the load (`load` is load._StagedLoad), before the root table's commit;
+    return each table's metrics. `checkpoint` marks each table boundary for the crash tests."""
+    nested: NestedBatch = load.nested
+    mode = _child_mode(load.request.disposition, root_plan)
+    roots = _roots_to_sync(spark, writer, load, root_table, root_plan, mode)
+    metrics = {}
+    for name in nested.tables:
+        checkpoint(f"commit:{name}")
+        rows = nested.rows.get(name)
+        if rows is None:  # a child table this batch has no rows for (WD-7)
+            rows = empty_rows(spark, nested.root_key)
+        committed = _commit_child(spark, writer, load, name, mode, rows, roots)
+        checkpoint(f"committed:{name}")
+        if committed is not None:
+            metrics[name] = committed
+    return metrics
+
+
+def _child_mode(disposition: WriteDisposition, root_plan: MergePlan) -> str:
+    """How child tables change: as the root table's commit changes it."""
+    if root_plan.operation is Operation.OVERWRITE:
+        return "replace"
+    if root_plan.operation is Operation.MERGE:  # scd2: child rows of new versions only (SCD-14)
+        return "insert-only" if disposition.scd2 is not None else disposition.strategy
+    return "append"  # an append, or the first write of a merged table, or a merge without keys
+
+
+def _roots_to_sync(spark, writer, load, root_table, root_plan: MergePlan, mode: str) -> DataFrame | None:
+    """The `_dlt_id`s of the roots whose child rows the merge replaces: for delete-insert the target
+    root rows it deletes; for upsert the staged roots and the target rows they update (whose ids differ
+    where the table was loaded by another disposition before)."""
+    staged = load.nested.staged_roots
+    if mode == "delete-insert":
+        key_sets = root_plan.match_any_of or (root_plan.delete_keys,)
+        return _target_root_ids(spark, writer, root_table, staged, key_sets)
+    if mode == "upsert":
+        updated = _target_root_ids(spark, writer, root_table, staged, (load.request.hints.primary_key,))
+        return staged.select(ROW_ID).unionByName(updated).distinct()
+    return None
+
+
+def _target_root_ids(spark, writer, root_table, staged_roots: DataFrame, key_sets) -> DataFrame:
+    """The `_dlt_id` of the target root rows that match a staged row on any of the key sets."""
+    columns = list(dict.fromkeys([c for key in key_sets for c in key] + [ROW_ID]))
+    target = writer.read_columns(spark, root_table, columns)
+    matches = [
+        target.join(staged_roots.select(*key).distinct(), on=list(key), how="left_semi") for key in key_sets
+    ]
+    union = matches[0]
+    for more in matches[1:]:
+        union = union.unionByName(more)
+    return union.select(ROW_ID).distinct()
+
+
+def _commit_child(spark, writer, load, name: str, mode: str, rows: DataFrame, roots) -> dict | None:
+    request = load.request
+    path = table_path(request.dataset, name)
+    snapshot = writer.snapshot(spark, path)
+    if snapshot is not None:
+        return _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots)
+    with creation_lock(path):  # the first commit of a table: one writer at a time
+        snapshot = writer.snapshot(spark, path)
+        return _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots)
+
+
+def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots) -> dict | None:
+    request, load_id = load.request, load.load_id
+    path = table_path(request.dataset, name)
+    staged = frames.materialize(_child_batch(spark, writer, snapshot, mode, rows, roots))
+    plan = plan_child_commit(
+        mode,
+        table_exists=snapshot is not None,
+        batch_empty=staged.isEmpty(),
+        flagged=HARD_DELETE_FLAG in staged.columns,
+    )
+    if plan.operation is Operation.NOTHING:
+        return None
+    aligned = align_to_table(staged, snapshot.schema if snapshot else None, name, keep=plan.helper_columns)
+    source = shape_source(aligned, plan)
+    metadata = {
+        "load_id": load_id,
+        "pipeline": request.pipeline,
+        "table": name,
+        "root_table": request.table,
+        "disposition": request.disposition.label,
+        "writer": writer.name,
+        "run": request.run.to_dict(),
+    }
+    stream = app_id(request.pipeline, name, request.run, load_id)
+    commit = CommitRequest(load_id, stream, txn_version(load_id), metadata)
+    result = writer.commit(spark, path, snapshot, plan, source, commit)
+    if result.already_applied:  # an earlier attempt of this load committed this table
+        landed = next((c for c in writer.history(path, HISTORY_DEPTH) if c.load_id == load_id), None)
+        log.info("load %s: child table %s had landed already; not applied again", load_id, name)
+        return {**(landed.metrics if landed else {}), "table_version": landed.version if landed else None}
+    load.steps.step("commit", "child table %s: version %s", name, result.version)
+    return {**result.metrics, "table_version": result.version}
+
+
+def _child_batch(spark, writer, snapshot, mode: str, rows: DataFrame, roots) -> DataFrame:
+    """The child table's staged rows for `plan_child_commit`: the batch's rows, and for delete-insert and
+    upsert rows flagged as deletes (see there)."""
+    if mode in ("append", "replace"):
+        return rows
+    if mode == "insert-only":  # one row per id: scd2 batches may repeat a version
+        return rows.dropDuplicates([ROW_ID])
+    kept = rows.withColumn(HARD_DELETE_FLAG, F.lit(False))
+    if mode == "delete-insert":  # rows carrying a deleted root's id: its child rows go
+        gone = roots.select(F.col(ROW_ID).alias(ROOT_ID), F.lit(True).alias(HARD_DELETE_FLAG))
+        return kept.unionByName(gone, allowMissingColumns=True)
+    if snapshot is None:
+        return kept
+    # upsert: the child rows of the synced roots that the batch no longer has
+    target = writer.read_columns(spark, snapshot, [ROW_ID, ROOT_ID])
+    synced = roots.select(F.col(ROW_ID).alias(ROOT_ID))
+    stale = target.join(synced, on=ROOT_ID, how="left_semi").join(
+        rows.select(ROW_ID), on=ROW_ID, how="left_anti"
+    )
+    return kept.unionByName(
+        stale.select(ROW_ID, F.lit(True).alias(HARD_DELETE_FLAG)), allowMissingColumns=True
+    )
+
+
+def interrupted_load_id(request: LoadRequest, stored: StoreSnapshot, writer) -> str | None:
+    """The load id of an earlier attempt of this Airflow run that committed child tables but not the root
+    table (it stopped in between): this attempt finishes that load instead of starting another."""
+    if not request.run.in_airflow:
+        return None
+    recorded = {r["load_id"] for r in stored.loads}
+    found = []
+    for name in existing_child_tables(request.dataset, request.table):
+        for commit in writer.history(table_path(request.dataset, name), HISTORY_DEPTH):
+            meta = commit.metadata
+            if (
+                commit.load_id
+                and commit.load_id not in recorded
+                and meta.get("root_table") == request.table
+                and meta.get("pipeline") == request.pipeline
+                and request.run.is_same_run(meta.get("run") or {})
+            ):
+                found.append(commit.load_id)
+    if not found:
+        return None
+    load_id = max(found, key=float)
+    log.warning("load %s of this run committed child tables but not %s; finishing it", load_id, request.table)
+    return load_id
+
+
+def with_table_metrics(metrics: dict, root: str, result, children: dict[str, dict] | None) -> dict:
+    """A load's metrics with a `tables` entry when it has child tables: each table's commit metrics
+    and version, the root table first (the root table's keys stay where they were)."""
+    if children is None:
+        return metrics
+    return {**metrics, "tables": {root: {**result.metrics, "table_version": result.version}, **children}}

@@ -1,0 +1,115 @@
+"""A load with child tables stopped at any table boundary: nothing is recorded until every table has the
+load, and a retry of the same run finishes it without applying any table twice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_deltamerge import run_load
+from tests.faults import InjectedFault
+
+TABLES = ("parent", "parent__child", "parent__child__grandchild")
+ROWS = [
+    {"id": 1, "child": [{"bar": 1, "grandchild": [{"baz": 1}, {"baz": 2}]}]},
+    {"id": 2, "child": [{"bar": 2}, {"bar": 3, "grandchild": [{"baz": 3}]}]},
+]
+COUNTS = {"parent": 2, "parent__child": 3, "parent__child__grandchild": 3}
+# every boundary between two commits of the load: before the first child table, between child tables,
+# after the last child table (before the root table), after the root table (before the record)
+BOUNDARIES = (
+    "commit:parent__child",
+    "committed:parent__child",
+    "committed:parent__child__grandchild",
+    "after_commit",
+    "after_state_row",
+)
+
+
+def run(attempt: int) -> dict:
+    return {"dag_id": "d", "task_id": "t", "run_id": "r1", "try_number": attempt}
+
+
+def load(spark, dataset, **arguments):
+    return run_load(ROWS, spark=spark, dataset=dataset, table_name="parent", **arguments)
+
+
+def rows(dataset, name):
+    path = f"{dataset}/{name}"
+    return DeltaTable(path).to_pyarrow_table().to_pylist() if DeltaTable.is_deltatable(path) else []
+
+
+def versions(dataset):
+    return {
+        n: DeltaTable(f"{dataset}/{n}").version()
+        for n in TABLES
+        if DeltaTable.is_deltatable(f"{dataset}/{n}")
+    }
+
+
+def recorded(dataset):
+    path = f"{dataset}/_dlt_loads"
+    return DeltaTable(path).to_pyarrow_table().to_pylist() if DeltaTable.is_deltatable(path) else []
+
+
+@pytest.mark.parametrize("disposition", ["append", {"disposition": "merge", "strategy": "delete-insert"}])
+@pytest.mark.parametrize("step", BOUNDARIES)
+def test_a_retry_of_the_run_finishes_the_load_where_it_stopped(
+    spark, dataset, monkeypatch, step, disposition
+):
+    arguments = {"write_disposition": disposition, "primary_key": "id"}
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", step)
+    with pytest.raises(InjectedFault, match=step):
+        load(spark, dataset, run_context=run(1), **arguments)
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+    assert recorded(dataset) == []  # readers see no load until every table has it
+    landed = versions(dataset)
+
+    info = load(spark, dataset, run_context=run(2), **arguments)
+    assert {n: len(rows(dataset, n)) for n in TABLES} == COUNTS  # every table once, none twice
+    for name in TABLES:
+        assert {r["_dlt_load_id"] for r in rows(dataset, name)} == {info.load_id}
+    assert versions(dataset) == dict.fromkeys(TABLES, 0)  # one commit per table: nothing re-applied
+    assert all(v == 0 for v in landed.values())
+    (record,) = recorded(dataset)
+    assert record["load_id"] == info.load_id
+    metrics = json.loads(record["metrics"])
+    assert set(metrics["tables"]) == set(TABLES)
+    assert metrics["tables"]["parent__child__grandchild"]["table_version"] == 0
+    assert info.metrics["tables"]["parent__child"]["numTargetRowsInserted"] == 3
+
+
+def test_a_resubmitted_load_id_outside_airflow_finishes_the_tables_that_did_not_land(
+    spark, dataset, monkeypatch
+):
+    load_id = "1717171717.000001"
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", "committed:parent__child")
+    with pytest.raises(InjectedFault):
+        load(spark, dataset, write_disposition="append", load_id=load_id)
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+    assert versions(dataset) == {"parent__child": 0}
+    info = load(spark, dataset, write_disposition="append", load_id=load_id)
+    assert info.load_id == load_id
+    assert {n: len(rows(dataset, n)) for n in TABLES} == COUNTS
+    assert versions(dataset) == dict.fromkeys(TABLES, 0)
+    assert [r["load_id"] for r in recorded(dataset)] == [load_id]
+
+
+def test_a_failure_before_any_commit_leaves_every_table_as_it_was(spark, dataset, monkeypatch):
+    first = load(spark, dataset, write_disposition="merge", primary_key="id")
+    before = {n: rows(dataset, n) for n in TABLES}
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", "commit:parent__child")
+    changed = [{"id": 1, "child": [{"bar": 9}]}]
+    with pytest.raises(InjectedFault):
+        run_load(
+            changed,
+            spark=spark,
+            dataset=dataset,
+            table_name="parent",
+            write_disposition="merge",
+            primary_key="id",
+        )
+    assert {n: rows(dataset, n) for n in TABLES} == before
+    assert [r["load_id"] for r in recorded(dataset)] == [first.load_id]
