@@ -122,6 +122,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "pipeline_name": args.pipeline_name,
         "naming": args.naming,
         "backend": args.backend,
+        "storage_options": dict(args.storage_option) or None,
     }
     if args.window:
         if arguments["incremental"] is None:

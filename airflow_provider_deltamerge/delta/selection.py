@@ -13,11 +13,12 @@ from .delta_spark import DeltaSparkWriter, delta_spark_status
 log = logging.getLogger(__name__)
 
 
-def select_writer(backend: str, spark):
-    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs."""
+def select_writer(backend: str, spark, storage_options: dict[str, str] | None = None):
+    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs.
+    `storage_options` go to delta-rs; delta-spark reaches object stores through Spark's Hadoop settings."""
     choice("backend", backend, BACKENDS)
     if backend == "delta-rs":
-        return DeltaRsWriter()
+        return DeltaRsWriter(storage_options)
     available, why = delta_spark_status(spark)
     if backend == "delta-spark" and not available:
         raise ConfigError(
@@ -33,4 +34,4 @@ def select_writer(backend: str, spark):
         log.info("writer delta-spark (backend %r): %s", backend, why)
         return DeltaSparkWriter(spark)
     log.info("writer delta-rs (backend 'auto'): %s", why)
-    return DeltaRsWriter()
+    return DeltaRsWriter(storage_options)
