@@ -36,6 +36,8 @@ PROTECTED = (
     "naming",
     "window",
     "conn_id",
+    "storage_conn_id",
+    "storage_options",
     "spark_conf",
     "submit_options",
     "python",
