@@ -40,7 +40,7 @@ from .spark.window_steps import filter_to_window, open_load_window, record_empty
 from .spec.naming import naming_convention
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
-from .spec.storage import hadoop_settings, unsafe_commits
+from .spec.storage import hadoop_settings
 from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
 
 log = logging.getLogger(__name__)
@@ -100,12 +100,6 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
     check_data(data)
     steps = StepLog(request.table)
-    if unsafe_commits(request.store_options):
-        log.warning(
-            "%s: the storage options turn S3's commit coordination off; concurrent loads of one "
-            "table can overwrite each other's commits",
-            request.dataset,
-        )
     set_hadoop_settings(spark, hadoop_settings(request.dataset, request.storage_options))
     writer = select_writer(request.backend, spark, request.store_options)
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)

@@ -7,6 +7,7 @@ import logging
 from ..errors import ConfigError
 from ..spec.checks import choice
 from ..spec.options import BACKENDS
+from ..spec.storage import unsafe_commits
 from .delta_rs import DeltaRsWriter
 from .delta_spark import DeltaSparkWriter, delta_spark_status
 
@@ -17,6 +18,11 @@ def select_writer(backend: str, spark, storage_options: dict[str, str] | None = 
     """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs.
     `storage_options` go to delta-rs; delta-spark reaches object stores through Spark's Hadoop settings."""
     choice("backend", backend, BACKENDS)
+    if unsafe_commits(storage_options):
+        log.warning(
+            "the storage options turn S3's commit coordination off (unsafe rename, or conditional put "
+            "disabled): concurrent loads of one table can overwrite each other's commits"
+        )
     if backend == "delta-rs":
         return DeltaRsWriter(storage_options)
     available, why = delta_spark_status(spark)

@@ -115,3 +115,12 @@ def test_a_wrong_credential_is_refused_naming_the_dataset_without_the_secret(
     assert wrong not in message and wrong not in repr(refused.value)
     good = azure_server.storage_options()
     assert not DeltaTable.is_deltatable(f"{azure_dataset}/{TABLE}", storage_options=good)
+
+
+def test_without_storage_options_the_environment_credentials_apply(spark, s3_dataset, s3_server, monkeypatch):
+    for name, value in s3_server.storage_options().items():
+        monkeypatch.setenv(name, value)
+    info = run_load(orders(range(2)), spark=spark, dataset=s3_dataset, table_name=TABLE, backend="delta-rs")
+
+    assert info.table_version == 0
+    assert [r["load_id"] for r in store.read_loads(s3_dataset)] == [info.load_id]
