@@ -104,6 +104,8 @@ def read_table(path: str, storage_options: dict[str, str] | None = None) -> list
             raise StoreError(path, "holds files but no Delta table (no _delta_log); move them away") from None
         return []
     except (DeltaError, OSError) as exc:
+        if local is not None:
+            raise
         raise unreadable_store(path, exc, storage_options) from None
 
 
