@@ -124,3 +124,16 @@ def test_without_storage_options_the_environment_credentials_apply(spark, s3_dat
 
     assert info.table_version == 0
     assert [r["load_id"] for r in store.read_loads(s3_dataset)] == [info.load_id]
+
+
+def test_the_session_gets_the_same_credentials_as_hadoop_settings(spark, azure_dataset, azure_server, caplog):
+    """For Spark's own reads of the store (sources, the delta-spark writer) on a cluster with
+    hadoop-azure; the value is set, never logged."""
+    options = azure_server.storage_options()
+    caplog.set_level("DEBUG")
+    run_load(orders(range(1)), spark=spark, dataset=azure_dataset, table_name=TABLE, storage_options=options)
+
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    key = "fs.azure.account.key.devstoreaccount1.dfs.core.windows.net"
+    assert hadoop.get(key) == options["azure_storage_account_key"]
+    assert key in caplog.text and options["azure_storage_account_key"] not in caplog.text
