@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import shutil
 import socket
 import subprocess
@@ -48,11 +49,16 @@ def wait_for_port(port: int, process: subprocess.Popen | None = None) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {STARTUP_SECONDS} s")
 
 
+# moto checks credentials after this many requests: those that create the tests' user and its key.
+UNAUTHENTICATED_SETUP_REQUESTS = 3
+ALLOW_ALL = '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'
+
+
 @dataclass(frozen=True)
 class S3Server:
     endpoint: str
-    access_key: str = "deltamerge-test-key"
-    secret_key: str = "deltamerge-test-secret-5d1f"
+    access_key: str
+    secret_key: str
 
     def storage_options(self) -> dict[str, str]:
         return {
@@ -78,23 +84,46 @@ class S3Server:
 
 
 def start_moto(folder: Path) -> tuple[subprocess.Popen, S3Server]:
-    """moto's S3 server in its own process (``python -m moto.server``), on a free loopback port.
+    """moto's S3 server in its own process (``python -m moto.server``), on a free loopback port, checking
+    credentials as S3 does: requests signed with anything but the key of the user created here are
+    refused (403).
 
     Not a thread of this process: delta-rs holds the interpreter lock through some of its requests,
     and a server thread waiting for that lock would never answer them."""
     port = free_port()
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(UNAUTHENTICATED_SETUP_REQUESTS)}
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
-        stderr=open(folder / "moto.log", "wb"),  # noqa: SIM115 - the process holds it until stopped
+        stderr=subprocess.DEVNULL,
         cwd=folder,
+        env=env,
     )
     try:
         wait_for_port(port, process)
-    except RuntimeError:
+        endpoint = f"http://127.0.0.1:{port}"
+        access_key, secret_key = _create_user(endpoint)
+    except Exception:
         stop(process)
         raise
-    return process, S3Server(f"http://127.0.0.1:{port}")
+    return process, S3Server(endpoint, access_key, secret_key)
+
+
+def _create_user(endpoint: str) -> tuple[str, str]:
+    """A user allowed everything, and its access key: moto's three unauthenticated requests."""
+    import boto3
+
+    iam = boto3.client(
+        "iam",
+        endpoint_url=endpoint,
+        aws_access_key_id="setup",
+        aws_secret_access_key="setup",
+        region_name=S3_REGION,
+    )
+    iam.create_user(UserName="loader")
+    iam.put_user_policy(UserName="loader", PolicyName="everything", PolicyDocument=ALLOW_ALL)
+    key = iam.create_access_key(UserName="loader")["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
 
 
 def azurite_command() -> str | None:
