@@ -12,9 +12,10 @@ Spark reads sources and, with the delta-spark writer, writes tables through Hado
 ``fs.azure.*``), which a cluster sets as ``spark.hadoop.<key>``.
 
 Concurrent commits to one S3 table are coordinated by S3's conditional put (``If-None-Match: *`` on the
-commit file), which delta-rs 1.x uses; ``delta_rs_options`` sets it explicitly (``aws_conditional_put:
-etag``) unless the options say otherwise. delta-rs 1.x ignores the DynamoDB locking provider, so
-``AWS_S3_LOCKING_PROVIDER`` is refused rather than silently trusted.
+commit file), which delta-rs uses by default; ``delta_rs_options`` sets it explicitly
+(``aws_conditional_put: etag``) unless the options say otherwise. delta-rs removed its DynamoDB log store
+(deltalake 1.6 logs an error and ignores ``AWS_S3_LOCKING_PROVIDER``), so that option is refused rather
+than silently trusted.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def check_storage_options(value: Any) -> dict[str, str] | None:
     if _get(options, LOCKING_PROVIDER):
         raise ConfigError(
             "storage_options",
-            "AWS_S3_LOCKING_PROVIDER is ignored by delta-rs 1.x (the DynamoDB log store was removed); "
+            "AWS_S3_LOCKING_PROVIDER is ignored by delta-rs (the DynamoDB log store was removed); "
             "concurrent commits to S3 are coordinated by S3's conditional put, which deltamerge turns on. "
             "Remove the option.",
         )
