@@ -39,10 +39,12 @@ from .spark.scd2 import stage_scd2
 from .spark.schema import align_to_table
 from .spark.schema_steps import shape_to_schema
 from .spark.stage import shape_source, stage_batch
+from .spark.storage import set_hadoop_settings
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from .spec.naming import naming_convention
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
+from .spec.storage import hadoop_settings
 from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,8 @@ def run_load(data, *, spark=None, **arguments) -> LoadInfo:
     """Load `data` (a DataFrame, a list of dicts, or a callable (spark, window) -> DataFrame) into Delta.
 
     `arguments` are LoadRequest's (see `LoadRequest.create`); `spark` defaults to one shared local session.
+    A dataset on an object store (``s3://``, ``az://``, ``abfss://``, ``gs://``) takes its credentials from
+    ``storage_options`` (delta-rs option names, see docs/STORAGE.md), else from the environment.
     """
     request = LoadRequest.create(**arguments)
     if spark is None:
@@ -100,8 +104,9 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
     check_data(data)
     steps = StepLog(request.table)
-    writer = select_writer(request.backend, spark)
-    stored = store.StoreSnapshot.read(request.dataset)
+    set_hadoop_settings(spark, hadoop_settings(request.dataset, request.storage_options))
+    writer = select_writer(request.backend, spark, request.store_options)
+    stored = store.StoreSnapshot.read(request.dataset, request.store_options)
     commits = recovery.recent_commits(request, writer)
     recovered = recovery.record_unrecorded_loads(stored, request, commits)
     steps.step(
@@ -292,7 +297,7 @@ def _applied_by_another(request: LoadRequest, writer, load_id: str, stream: str)
     """The load id committed already: a concurrent submission of it, or this load's own earlier attempt,
     whose commit landed although the writer then reported a conflict. Read the store again (recording the
     commit if nobody has) and return that load."""
-    stored = store.StoreSnapshot.read(request.dataset)
+    stored = store.StoreSnapshot.read(request.dataset, request.store_options)
     recovery.record_unrecorded_loads(stored, request, recovery.recent_commits(request, writer))
     loaded = _loaded_before(request, stored, load_id)
     if loaded is None:

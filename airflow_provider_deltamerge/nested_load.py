@@ -67,7 +67,7 @@ def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, repl
     """The staged root batch without its child-table arrays, and its child tables (None without any)."""
     normalize = naming_convention(request.naming)
     plan = plan_nested(request.table, column_shapes(staged.df), normalize, request.max_table_nesting)
-    existing = existing_child_tables(request.dataset, request.table)
+    existing = existing_child_tables(request.dataset, request.table, request.store_options)
     if not plan.tables and not existing:
         return dataclasses.replace(staged, df=root_rows(staged.df, plan)), None
     tables = tuple(sorted(set(plan.names) | set(existing)))
@@ -263,7 +263,7 @@ def interrupted_load_id(request: LoadRequest, stored: StoreSnapshot, writer) -> 
         return None
     recorded = {r["load_id"] for r in stored.loads}
     found = []
-    for name in existing_child_tables(request.dataset, request.table):
+    for name in existing_child_tables(request.dataset, request.table, request.store_options):
         for commit in writer.history(table_path(request.dataset, name), HISTORY_DEPTH):
             meta = commit.metadata
             if (

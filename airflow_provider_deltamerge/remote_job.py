@@ -8,15 +8,22 @@ It reads the request JSON, builds the SparkSession spark-submit configured, and 
 result is not printed for anyone to parse: the caller reads the load record (``_dlt_loads``) by the
 request's load id. A failure exits non-zero with the traceback on stderr; success exits 0 (see
 `exit_with`). Never imports Airflow.
+
+The dataset's storage options (credentials) come in the environment variable ``STORAGE_OPTIONS_ENV``
+as JSON, never in the request file or on the command line; the job removes the variable from its
+environment before anything else runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 import traceback
+
+STORAGE_OPTIONS_ENV = "DELTAMERGE_STORAGE_OPTIONS"
 
 
 def _drop_own_directory_from_path() -> None:
@@ -41,6 +48,12 @@ def read_request_text(path: str) -> str:
     raise FileNotFoundError(f"request file {path!r} not found (also looked for {os.path.basename(path)!r})")
 
 
+def take_storage_options() -> dict | None:
+    """The storage options the hook put in this process's environment, removed from it."""
+    text = os.environ.pop(STORAGE_OPTIONS_ENV, None)
+    return json.loads(text) if text else None
+
+
 def log_to_stderr() -> None:
     """The load's INFO lines on stderr, which spark-submit hands to the Airflow task log."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -56,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     log_to_stderr()
     args = parse_args(argv)
-    request = LoadRequest.from_json(read_request_text(args.request_file))
+    request = LoadRequest.from_json(read_request_text(args.request_file), take_storage_options())
     spark = SparkSession.builder.appName(f"deltamerge {request.table}").getOrCreate()
     try:
         info = run_request(request, spark)

@@ -37,4 +37,17 @@ if [ ! -f "$stamp" ]; then
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
+# Azurite, the Azure Blob emulator the storage tests start, from the npm registry into .tools
+# (git-ignored). Without node the Azure tests skip and say so.
+azurite_version=3.37.0
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -f ".tools/.azurite-$azurite_version" ]; then
+    echo "setup: installing azurite $azurite_version into .tools"
+    npm install --prefix .tools --no-audit --no-fund --silent "azurite@$azurite_version"
+    rm -f .tools/.azurite-*
+    touch ".tools/.azurite-$azurite_version"
+  fi
+else
+  echo "setup: npm not found; the Azure storage tests will be skipped (install node and npm to run them)"
+fi
 echo "setup: $venv ready ($("$venv/bin/python" --version), $(java -version 2>&1 | head -1))"

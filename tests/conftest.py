@@ -71,6 +71,8 @@ def writer_backend(request, monkeypatch):
 
     select = selection.select_writer
     monkeypatch.setattr(
-        load, "select_writer", lambda chosen, spark: select(backend if chosen == "auto" else chosen, spark)
+        load,
+        "select_writer",
+        lambda chosen, spark, options=None: select(backend if chosen == "auto" else chosen, spark, options),
     )
     return backend

@@ -18,9 +18,9 @@ class StoreReads:
         self.read_table, self.file = read_table, file
         self.counts: Counter = Counter()
 
-    def __call__(self, path: str):
+    def __call__(self, path: str, storage_options=None):
         self.counts[os.path.basename(path.rstrip("/"))] += 1
-        return self.read_table(path)
+        return self.read_table(path, storage_options)
 
     def write(self) -> None:
         if self.file:

@@ -126,6 +126,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "backend": args.backend,
         "table_properties": dict(args.table_property) or None,
         "max_table_nesting": args.max_table_nesting,
+        "storage_options": dict(args.storage_option) or None,
     }
     if args.window:
         if arguments["incremental"] is None:

@@ -74,12 +74,6 @@ class Dataset:
 
     def commits(self, name: str, limit: int) -> list[dict[str, Any]]:
         """The table's newest commits: version, time, operation and the load id each carries."""
-        if self.storage_options:
-            raise ConfigError(
-                "--storage-option",
-                "history reads the commits' load metadata as loads do, which takes object store "
-                "settings from the environment (AWS_*, AZURE_* variables); set them there instead",
-            )
         table = self.table(name)
         if table is None:
             raise ConfigError("TABLE", f"there is no Delta table {name!r} in dataset {self.location}")
@@ -91,7 +85,7 @@ class Dataset:
                 "operation": commit.operation,
                 "load_id": commit.metadata.get("load_id"),
             }
-            for commit in read_commits(self.path(name), limit or None)
+            for commit in read_commits(self.path(name), limit or None, self.storage_options)
         ]
 
     def _require_dataset(self) -> None:

@@ -71,16 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    reading = argparse.ArgumentParser(add_help=False, parents=[output])
-    reading.add_argument("dataset", metavar="DATASET", help="the dataset: a path, or an s3:// or az:// URI")
-    reading.add_argument(
+    storage = argparse.ArgumentParser(add_help=False)
+    storage.add_argument(
         "--storage-option",
         metavar="KEY=VALUE",
         type=key_value,
         action="append",
         default=[],
-        help="an object store option for delta-rs (e.g. AWS_REGION=eu-west-1); repeatable",
+        help="an object store option for delta-rs (e.g. AWS_REGION=eu-west-1); repeatable. Secrets are "
+        "better left in the environment (AWS_*, AZURE_* variables), which delta-rs reads too",
     )
+    reading = argparse.ArgumentParser(add_help=False, parents=[output, storage])
+    reading.add_argument("dataset", metavar="DATASET", help="the dataset: a path, or an s3:// or az:// URI")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     loads = commands.add_parser("loads", parents=[reading], help="the load records, newest first")
@@ -99,13 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "tables", parents=[reading], help="the dataset's tables: rows, schema, partitioning, size, files"
     )
-    _add_load(commands.add_parser("load", parents=[output], help="load once on local Spark"))
+    _add_load(commands.add_parser("load", parents=[output, storage], help="load once on local Spark"))
     return parser
 
 
 def _add_load(load: argparse.ArgumentParser) -> None:
     load.description = "Load a source into <DATASET>/<TABLE> once, on a local Spark session."
-    load.add_argument("dataset", metavar="DATASET", help="the dataset: a path or a URI")
+    load.add_argument("dataset", metavar="DATASET", help="the dataset: a path, or an s3:// or az:// URI")
     load.add_argument("table_name", metavar="TABLE", help="the target table")
     source = load.add_argument_group("source (--source, or --format with --path and --option)")
     source.add_argument(

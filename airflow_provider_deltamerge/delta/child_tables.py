@@ -17,14 +17,14 @@ from ..spec.naming import table_path
 log = logging.getLogger(__name__)
 
 
-def existing_child_tables(dataset: str, root: str) -> tuple[str, ...]:
+def existing_child_tables(dataset: str, root: str, storage_options: dict | None = None) -> tuple[str, ...]:
     """The names of `root`'s child tables (any depth) in `dataset`, sorted."""
     folders = _folders(dataset)
     candidates = sorted((n for n in folders if is_child_table_of(root, n)), key=len)
-    tables = {n for n in candidates if DeltaTable.is_deltatable(table_path(dataset, n))}
+    tables = {n for n in candidates if DeltaTable.is_deltatable(table_path(dataset, n), storage_options)}
     children: list[str] = []
     for name in candidates:
-        if name not in tables or not _has_parent_key(table_path(dataset, name)):
+        if name not in tables or not _has_parent_key(table_path(dataset, name), storage_options):
             continue
         parts = name.split(SEPARATOR)
         above = (SEPARATOR.join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
@@ -48,5 +48,5 @@ def _folders(dataset: str) -> list[str]:
     return [e.base_name for e in entries if e.type == pafs.FileType.Directory]
 
 
-def _has_parent_key(path: str) -> bool:
-    return PARENT_ID in {f.name for f in DeltaTable(path).schema().fields}
+def _has_parent_key(path: str, storage_options: dict | None) -> bool:
+    return PARENT_ID in {f.name for f in DeltaTable(path, storage_options=storage_options).schema().fields}

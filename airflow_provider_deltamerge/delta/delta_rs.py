@@ -99,12 +99,14 @@ def files_and_rows(table: DeltaTable) -> tuple[int, int | None]:
     return len(counts), rows
 
 
-def counted_in_log(location: str, version: int) -> tuple[int | None, int | None]:
+def counted_in_log(
+    location: str, version: int, storage_options: dict[str, str] | None = None
+) -> tuple[int | None, int | None]:
     """(files, rows) of a table's version as its Delta log records them, whichever writer made it;
     (None, None) where this process cannot read the log (another file system, a Spark Connect server's
     local disk)."""
     try:
-        return files_and_rows(DeltaTable(location, version=version))
+        return files_and_rows(DeltaTable(location, version=version, storage_options=storage_options))
     except (DeltaError, OSError) as exc:
         log.info("the Delta log of %s is not readable here (%s)", location, exc)
         return None, None
@@ -117,13 +119,19 @@ def spark_to_arrow(df, not_null: tuple[str, ...] = ()) -> pa.Table:
 
 
 class DeltaRsWriter:
+    """`storage_options`: what delta-rs is handed for the dataset's object store (None: local, or the
+    environment's credentials)."""
+
     name = "delta-rs"
+
+    def __init__(self, storage_options: dict[str, str] | None = None) -> None:
+        self.storage_options = storage_options
 
     def snapshot(self, spark, path: str) -> DeltaRsSnapshot | None:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         try:
-            table = DeltaTable(path)
+            table = DeltaTable(path, storage_options=self.storage_options)
         except TableNotFoundError:
             return None
         arrow_schema = pa.schema(table.schema().to_arrow())
@@ -149,7 +157,7 @@ class DeltaRsWriter:
     def commit(
         self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest
     ) -> CommitResult:
-        if snapshot is not None and _already_applied(snapshot.table, request):
+        if snapshot is not None and _already_applied(snapshot.table, request, self.storage_options):
             return CommitResult(snapshot.version, {}, already_applied=True)
         properties = CommitProperties(
             custom_metadata={USER_METADATA: request.user_metadata()},
@@ -218,9 +226,12 @@ class DeltaRsWriter:
                 if created
                 else None,
                 commit_properties=properties,
+                storage_options=self.storage_options if created else None,
             )
         )
-        table = snapshot.table if snapshot is not None else DeltaTable(path)
+        table = (
+            snapshot.table if snapshot is not None else DeltaTable(path, storage_options=self.storage_options)
+        )
         landed = _landed_commit(table, snapshot.version if snapshot is not None else -1, request.load_id)
         return CommitResult(int(landed["version"]), write_commit_metrics(landed, rows_deleted=rows_deleted))
 
@@ -231,7 +242,7 @@ class DeltaRsWriter:
 
     def history(self, path: str, limit: int | None = None) -> list[LoggedCommit]:
         try:
-            table = DeltaTable(path)
+            table = DeltaTable(path, storage_options=self.storage_options)
         except TableNotFoundError:
             return []
         return [logged_commit(e) for e in _history(table, limit)]
@@ -242,7 +253,9 @@ class DeltaRsWriter:
     def set_table_properties(self, spark, path: str, properties: dict[str, str]) -> None:
         commit = CommitProperties(custom_metadata={USER_METADATA: properties_commit_metadata(properties)})
         try:
-            DeltaTable(path).alter.set_table_properties(properties, commit_properties=commit)
+            DeltaTable(path, storage_options=self.storage_options).alter.set_table_properties(
+                properties, commit_properties=commit
+            )
         except CommitFailedError as exc:
             raise ConflictError(
                 f"another writer changed table {path} while its properties were being set; retry the load. "
@@ -353,13 +366,14 @@ def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
     raise ValueError(f"the delta-rs writer has no translation for clause {clause}")
 
 
-def _already_applied(table: DeltaTable, request: CommitRequest) -> bool:
+def _already_applied(table: DeltaTable, request: CommitRequest, storage_options: dict | None) -> bool:
     """Whether this load id already committed. delta-rs records txn versions but does not enforce them,
     and loads of one table may commit out of load-id order, so look for the load's own commit."""
     applied = table.transaction_version(request.app_id)
     if applied is None or applied < request.txn_version:
         return False
-    latest = DeltaTable(table.table_uri)  # the snapshot's own table stays pinned for the commit
+    # the snapshot's own table stays pinned for the commit
+    latest = DeltaTable(table.table_uri, storage_options=storage_options)
     return _find_commit(latest, request.load_id, limit=APPLIED_SEARCH_DEPTH) is not None
 
 

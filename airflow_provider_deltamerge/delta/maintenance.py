@@ -28,6 +28,7 @@ from ..spec.checks import choice, key_tuple
 from ..spec.naming import naming_convention, table_path
 from ..spec.options import BACKENDS
 from ..spec.request import check_dataset, check_table_name
+from ..spec.storage import check_storage_options, delta_rs_options
 
 log = logging.getLogger(__name__)
 
@@ -111,25 +112,28 @@ def maintain_table(
 
     ``backend`` "delta-rs" needs no Spark; "delta-spark" runs Delta's own commands in ``spark``; "auto"
     takes delta-spark when ``spark`` is given and Delta's classes load in it, else delta-rs.
-    ``storage_options`` go to delta-rs for object stores. Returns JSON-only metrics under Delta's names:
-    ``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes`` (OPTIMIZE),
+    ``storage_options`` go to delta-rs for object stores (see docs/STORAGE.md). Returns JSON-only
+    metrics under Delta's names: ``numAddedFiles``, ``numRemovedFiles``, ``numAddedBytes``,
+    ``numRemovedBytes`` (OPTIMIZE),
     ``numDeletedFiles`` and ``retentionHours`` (VACUUM), ``checkpointVersion``, and ``table``,
     ``writer``, ``operations`` and ``table_version`` (the version after the maintenance).
     """
-    options = MaintenanceOptions(optimize, z_order_by, vacuum, retention_hours, force, checkpoint)
+    chosen = MaintenanceOptions(optimize, z_order_by, vacuum, retention_hours, force, checkpoint)
     normalize = naming_convention(naming)
     name = normalize(check_table_name(table_name))
-    table = _open_table(table_path(check_dataset(dataset), name), backend, spark, storage_options)
-    retention = vacuum_retention(options, table.configuration(), table.path) if options.vacuum else None
-    z_order = _z_order_columns([normalize(c) for c in options.z_order_by], table)
+    dataset = check_dataset(dataset)
+    options = delta_rs_options(dataset, check_storage_options(storage_options))
+    table = _open_table(table_path(dataset, name), backend, spark, options)
+    retention = vacuum_retention(chosen, table.configuration(), table.path) if chosen.vacuum else None
+    z_order = _z_order_columns([normalize(c) for c in chosen.z_order_by], table)
     metrics: dict[str, Any] = {"table": name, "writer": table.writer, "operations": []}
-    if options.optimize:
+    if chosen.optimize:
         metrics.update(_optimize(table, z_order))
         metrics["operations"].append("z-order" if z_order else "compaction")
-    if options.vacuum:
-        metrics.update(numDeletedFiles=table.vacuum(retention, options.force), retentionHours=retention)
+    if chosen.vacuum:
+        metrics.update(numDeletedFiles=table.vacuum(retention, chosen.force), retentionHours=retention)
         metrics["operations"].append("vacuum")
-    if options.checkpoint:
+    if chosen.checkpoint:
         metrics["checkpointVersion"] = table.checkpoint()
         metrics["operations"].append("checkpoint")
     metrics["table_version"] = table.version()

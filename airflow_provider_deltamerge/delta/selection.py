@@ -7,17 +7,24 @@ import logging
 from ..errors import ConfigError
 from ..spec.checks import choice
 from ..spec.options import BACKENDS
+from ..spec.storage import unsafe_commits
 from .delta_rs import DeltaRsWriter
 from .delta_spark import DeltaSparkWriter, delta_spark_status
 
 log = logging.getLogger(__name__)
 
 
-def select_writer(backend: str, spark):
-    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs."""
+def select_writer(backend: str, spark, storage_options: dict[str, str] | None = None):
+    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs.
+    `storage_options` go to delta-rs; delta-spark reaches object stores through Spark's Hadoop settings."""
     choice("backend", backend, BACKENDS)
+    if unsafe_commits(storage_options):
+        log.warning(
+            "the storage options turn S3's commit coordination off (unsafe rename, or conditional put "
+            "disabled): concurrent loads of one table can overwrite each other's commits"
+        )
     if backend == "delta-rs":
-        return DeltaRsWriter()
+        return DeltaRsWriter(storage_options)
     available, why = delta_spark_status(spark)
     if backend == "delta-spark" and not available:
         raise ConfigError(
@@ -33,4 +40,4 @@ def select_writer(backend: str, spark):
         log.info("writer delta-spark (backend %r): %s", backend, why)
         return DeltaSparkWriter(spark)
     log.info("writer delta-rs (backend 'auto'): %s", why)
-    return DeltaRsWriter()
+    return DeltaRsWriter(storage_options)

@@ -23,12 +23,13 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
-from deltalake.exceptions import CommitFailedError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from ..errors import ConflictError, StoreError
 from ..spec.naming import LOAD_ID, table_path
 from .delta_rs import DeltaRsWriter
 from .locking import creation_lock, local_path
+from .storage import unreadable_store
 from .writer import LoggedCommit
 
 log = logging.getLogger(__name__)
@@ -88,19 +89,25 @@ class LoadRecord:
     columns: dict[str, Any] | None = None  # the table's declared column schema after the load
 
 
-def read_table(path: str) -> list[dict[str, Any]]:
+def read_table(path: str, storage_options: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Every row of one state table; the only place their rows are read. A table that is not there yet
-    is empty; something else in its place is refused, before the load commits anything."""
+    is empty; something else in its place, or a store that refuses the read, is refused before the load
+    commits anything."""
     local = local_path(path)
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StoreError(path, "is a file, where this dataset keeps a Delta table; move the file away")
     try:
+        table = DeltaTable(path, storage_options=storage_options)
         # One thread: deltalake 1.6's threaded to_pyarrow_table() can abort the process at exit.
-        return DeltaTable(path).to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
+        return table.to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
     except TableNotFoundError:
         if local is not None and os.path.isdir(local) and os.listdir(local):
             raise StoreError(path, "holds files but no Delta table (no _delta_log); move them away") from None
         return []
+    except (DeltaError, OSError) as exc:
+        if local is not None:
+            raise
+        raise unreadable_store(path, exc, storage_options) from None
 
 
 @dataclass
@@ -110,13 +117,15 @@ class StoreSnapshot:
     dataset: str
     loads: list[dict[str, Any]]  # oldest first, `metrics` parsed
     state_rows: list[dict[str, Any]]
+    storage_options: dict[str, str] | None = field(default=None, repr=False)  # for delta-rs
 
     @classmethod
-    def read(cls, dataset: str) -> StoreSnapshot:
+    def read(cls, dataset: str, storage_options: dict[str, str] | None = None) -> StoreSnapshot:
         return cls(
             dataset,
-            _parsed_loads(read_table(table_path(dataset, LOADS_TABLE))),
-            read_table(state_path(dataset)),
+            _parsed_loads(read_table(table_path(dataset, LOADS_TABLE), storage_options)),
+            read_table(state_path(dataset), storage_options),
+            storage_options,
         )
 
     def loads_of(self, pipeline_name: str | None = None, table_name: str | None = None) -> list[dict]:
@@ -165,24 +174,35 @@ def state_path(dataset: str) -> str:
 # -- reading outside a load (the hook, tests, tools) ---------------------------------------------------
 
 
-def read_loads(dataset: str, pipeline_name: str | None = None, table_name: str | None = None) -> list[dict]:
+def read_loads(
+    dataset: str,
+    pipeline_name: str | None = None,
+    table_name: str | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> list[dict]:
     """Completed loads, oldest first, with `metrics` parsed."""
-    loads = _parsed_loads(read_table(table_path(dataset, LOADS_TABLE)))
+    loads = _parsed_loads(read_table(table_path(dataset, LOADS_TABLE), storage_options))
     return StoreSnapshot(dataset, loads, []).loads_of(pipeline_name, table_name)
 
 
-def read_load(dataset: str, load_id: str) -> dict | None:
-    return next((r for r in read_loads(dataset) if r["load_id"] == load_id), None)
+def read_load(dataset: str, load_id: str, storage_options: dict[str, str] | None = None) -> dict | None:
+    return next(
+        (r for r in read_loads(dataset, storage_options=storage_options) if r["load_id"] == load_id), None
+    )
 
 
-def latest_state(dataset: str, pipeline_name: str, table_name: str) -> dict | None:
-    return StoreSnapshot.read(dataset).latest_state(pipeline_name, table_name)
+def latest_state(
+    dataset: str, pipeline_name: str, table_name: str, storage_options: dict[str, str] | None = None
+) -> dict | None:
+    return StoreSnapshot.read(dataset, storage_options).latest_state(pipeline_name, table_name)
 
 
-def read_commits(table_path: str, limit: int | None = None) -> list[LoggedCommit]:
+def read_commits(
+    table_path: str, limit: int | None = None, storage_options: dict[str, str] | None = None
+) -> list[LoggedCommit]:
     """A table's newest commits (all when `limit` is None), newest first, each with the load id and
     metadata its load gave it, whichever writer made it: read with delta-rs, which shows both forms."""
-    return DeltaRsWriter().history(table_path, limit)
+    return DeltaRsWriter(storage_options).history(table_path, limit)
 
 
 # -- writing: the state row, then the `_dlt_loads` row that completes the load ----------------------------
@@ -200,7 +220,8 @@ def write_state_row(snapshot: StoreSnapshot, record: LoadRecord, *, replace: boo
     if record.state is None or snapshot.load(record.load_id) or snapshot.has_state_row(record.load_id):
         return
     row = _state_row(record, datetime.now(timezone.utc))
-    _write_row(state_path(snapshot.dataset), STATE_SCHEMA, row, LOAD_ID, replace=replace)
+    path = state_path(snapshot.dataset)
+    _write_row(path, STATE_SCHEMA, row, LOAD_ID, replace=replace, storage_options=snapshot.storage_options)
     snapshot.state_rows.append(row)
 
 
@@ -210,7 +231,8 @@ def write_load_row(snapshot: StoreSnapshot, record: LoadRecord, *, replace: bool
     if snapshot.load(record.load_id) is not None:
         return
     row = _loads_row(record, datetime.now(timezone.utc))
-    _write_row(table_path(snapshot.dataset, LOADS_TABLE), LOADS_SCHEMA, row, "load_id", replace=replace)
+    path = table_path(snapshot.dataset, LOADS_TABLE)
+    _write_row(path, LOADS_SCHEMA, row, "load_id", replace=replace, storage_options=snapshot.storage_options)
     snapshot.loads.append({**row, "metrics": record.metrics})
     snapshot.loads.sort(key=lambda r: float(r["load_id"]))
 
@@ -260,7 +282,9 @@ def _text(value) -> str | None:
     return None if value is None else str(value)
 
 
-def _write_row(path: str, schema: pa.Schema, row: dict, key: str, *, replace: bool) -> None:
+def _write_row(
+    path: str, schema: pa.Schema, row: dict, key: str, *, replace: bool, storage_options: dict | None = None
+) -> None:
     """Write a load's one row into a state table so that the table holds it exactly once, however many
     loads write it at the same moment.
 
@@ -282,7 +306,7 @@ def _write_row(path: str, schema: pa.Schema, row: dict, key: str, *, replace: bo
     properties = CommitProperties(custom_metadata={_RECORD_KEY: load_id})
     for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
-            table = _open_or_create(path, data, properties)
+            table = _open_or_create(path, data, properties, storage_options)
             if table is not None:
                 if not replace and _holds_row(table, key, load_id):
                     return
@@ -293,7 +317,7 @@ def _write_row(path: str, schema: pa.Schema, row: dict, key: str, *, replace: bo
                     predicate=_equals(key, load_id),
                     commit_properties=properties,
                 )
-            if _written(path, load_id):
+            if _written(path, load_id, storage_options):
                 return
             log.warning("a row written to %s was lost to a concurrent writer; writing it again", path)
         except CommitFailedError:
@@ -305,23 +329,28 @@ def _write_row(path: str, schema: pa.Schema, row: dict, key: str, *, replace: bo
     )
 
 
-def _open_or_create(path: str, data: pa.Table, properties: CommitProperties) -> DeltaTable | None:
+def _open_or_create(
+    path: str, data: pa.Table, properties: CommitProperties, storage_options: dict | None
+) -> DeltaTable | None:
     """The table as of now; None after creating it with `data` as its first row, under the creation lock."""
     try:
-        return DeltaTable(path)
+        return DeltaTable(path, storage_options=storage_options)
     except TableNotFoundError:
         pass
     with creation_lock(path):
         try:
-            return DeltaTable(path)
+            return DeltaTable(path, storage_options=storage_options)
         except TableNotFoundError:
-            write_deltalake(path, data, mode="append", commit_properties=properties)
+            write_deltalake(
+                path, data, mode="append", commit_properties=properties, storage_options=storage_options
+            )
             return None
 
 
-def _written(path: str, load_id: str) -> bool:
+def _written(path: str, load_id: str, storage_options: dict | None) -> bool:
     """Whether a commit writing the load's row is among the table's newest."""
-    return any(e.get(_RECORD_KEY) == load_id for e in DeltaTable(path).history(_WRITTEN_SEARCH_DEPTH))
+    history = DeltaTable(path, storage_options=storage_options).history(_WRITTEN_SEARCH_DEPTH)
+    return any(e.get(_RECORD_KEY) == load_id for e in history)
 
 
 def _equals(column: str, text: str) -> str:

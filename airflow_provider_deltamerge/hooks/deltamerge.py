@@ -7,11 +7,15 @@
                                back from the load record the job writes, never from its log
 - a ``spark_connect`` connection: a remote SparkSession over Spark Connect
 
-The spark-submit arguments are built by the pure function :func:`submit_arguments`.
+The spark-submit arguments are built by the pure function :func:`submit_arguments`. A dataset's storage
+options (credentials) never go on the spark-submit command line or into the request file: they reach the
+job in the environment of the spark-submit process (``STORAGE_OPTIONS_ENV``), which the driver of a
+client-mode job inherits and removes from its environment before the load starts.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowException, BaseHook, mask_secret
 
 from ..errors import ConfigError, JobFailedError
+from ..remote_job import STORAGE_OPTIONS_ENV
 from ..spec.secrets import credential_values, redact_text
 
 if TYPE_CHECKING:
@@ -125,6 +130,14 @@ def spark_submit_env(environ: Mapping[str, str]) -> dict[str, str]:
     spark_bin = os.path.join(env["SPARK_HOME"], "bin")
     python_bin = os.path.dirname(sys.executable)  # find-spark-home looks for pyspark with this python
     env["PATH"] = os.pathsep.join(p for p in (spark_bin, python_bin, env.get("PATH", "")) if p)
+    return env
+
+
+def job_env(env: Mapping[str, str], storage_options: Mapping[str, str] | None) -> dict[str, str]:
+    """The spark-submit process's environment, with the dataset's storage options as JSON where given."""
+    env = {k: v for k, v in env.items() if k != STORAGE_OPTIONS_ENV}
+    if storage_options:
+        env[STORAGE_OPTIONS_ENV] = json.dumps(dict(storage_options))
     return env
 
 
@@ -241,6 +254,7 @@ class DeltaMergeHook(BaseHook):
             "spark_conf": self.spark_conf,
             "submit_options": self.submit_options,
             "source": request.source,
+            "storage_options": request.storage_options,
             "connection": {
                 "password": connection.password if connection else None,
                 "extra": connection.extra_dejson if connection else None,
@@ -295,9 +309,10 @@ class DeltaMergeHook(BaseHook):
 
         if request.load_id is None:
             request = request.with_load_id(new_load_id())
-        known = {r["load_id"] for r in read_loads(request.dataset)}
+        options = request.store_options
+        known = {r["load_id"] for r in read_loads(request.dataset, storage_options=options)}
         self._submit(request)
-        return submitted_load_metrics(request, known, read_loads(request.dataset))
+        return submitted_load_metrics(request, known, read_loads(request.dataset, storage_options=options))
 
     def _submit(self, request: LoadRequest) -> None:
         """spark-submit remote_job.py with the request as a JSON file; JobFailedError if it fails."""
@@ -317,7 +332,8 @@ class DeltaMergeHook(BaseHook):
             with resources.as_file(remote_job_resource()) as application:
                 try:
                     # cwd: the job's scratch files (spark-warehouse, derby.log) stay in the temp folder
-                    self._submit_hook.submit(str(application), env=spark_submit_env(os.environ), cwd=folder)
+                    env = job_env(spark_submit_env(os.environ), request.storage_options)
+                    self._submit_hook.submit(str(application), env=env, cwd=folder)
                 except AirflowException as exc:
                     head, tail = split_log_tail(redact_text(str(exc), self._secrets))
                     raise JobFailedError(f"spark job for {request.table_uri} failed: {head}", tail) from None

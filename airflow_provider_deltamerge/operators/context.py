@@ -39,6 +39,8 @@ PROTECTED = (
     "root_key",
     "window",
     "conn_id",
+    "storage_conn_id",
+    "storage_options",
     "spark_conf",
     "submit_options",
     "python",

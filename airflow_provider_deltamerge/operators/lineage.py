@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..spec.naming import SYSTEM_PREFIX, naming_convention, table_path, table_uri
+from ..spec.storage import delta_rs_options
 
 log = logging.getLogger(__name__)
 
@@ -129,15 +130,20 @@ class TableFacts:
     bytes_added: int
 
 
-def read_table_facts(path: str, versions: list[int]) -> TableFacts | None:
+def read_table_facts(
+    path: str, versions: list[int], storage_options: dict | None = None
+) -> TableFacts | None:
     """The table as of the newest of `versions` (its latest without any), from its log; None when it
     cannot be read from here."""
     try:
         from deltalake import DeltaTable
 
-        table = DeltaTable(path, version=max(versions)) if versions else DeltaTable(path)
+        version = max(versions) if versions else None
+        table = DeltaTable(path, version=version, storage_options=storage_options)
         fields = [json.loads(f.to_json()) for f in table.schema().fields]
-        files = functools.cache(lambda version: _files(path, version))  # a backfill's versions follow on
+        files = functools.cache(
+            lambda version: _files(path, version, storage_options)
+        )  # a backfill's versions follow on
         added = [files(v).items() - files(v - 1).items() for v in versions]
     except Exception:  # a store this worker cannot reach, a table gone: report names only
         log.debug("could not read Delta table %s for OpenLineage", path, exc_info=True)
@@ -145,13 +151,13 @@ def read_table_facts(path: str, versions: list[int]) -> TableFacts | None:
     return TableFacts(table.version(), fields, sum(size for files in added for _, size in files))
 
 
-def _files(path: str, version: int) -> dict[str, int]:
+def _files(path: str, version: int, storage_options: dict | None = None) -> dict[str, int]:
     """Data files of a version and their sizes (none before the first version)."""
     if version < 0:
         return {}
     from deltalake import DeltaTable
 
-    actions = DeltaTable(path, version=version).get_add_actions(flatten=True)
+    actions = DeltaTable(path, version=version, storage_options=storage_options).get_add_actions(flatten=True)
     return dict(
         zip(actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(), strict=True)
     )
@@ -228,7 +234,8 @@ class DeltaLineageMixin:
                 return
             metrics = metrics_list(result)
             path = table_path(self.dataset, naming_convention(self.naming)(self.table_name))
-            facts = read_table_facts(path, self.committed_versions(metrics))
+            options = delta_rs_options(self.dataset, getattr(self, "storage_options", None))
+            facts = read_table_facts(path, self.committed_versions(metrics), options)
         except Exception:  # lineage never fails a task
             log.warning("could not record OpenLineage facts of %s", self.table_name, exc_info=True)
             return

@@ -12,6 +12,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, BaseOperat
 
 from ..delta.maintenance import MaintenanceOptions
 from ..errors import ConfigError
+from ..hooks.storage import storage_options_for
 from ..spec.checks import choice
 from ..spec.naming import NAMINGS
 from ..spec.options import BACKENDS
@@ -44,6 +45,8 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         Spark session with ``delta_jars``), or "auto": delta-spark when ``delta_jars`` is given.
     :param spark_conf: Spark properties of that session.
     :param delta_jars: Delta's jars for it (see ``spec.delta_jars``).
+    :param storage_conn_id: the connection holding the credentials of a table on S3 or Azure, as the
+        loads have it (see docs/STORAGE.md); none: the environment's credentials.
     Returns the metrics of ``maintain_table`` (files and bytes added and removed, files deleted,
     the checkpoint and table versions), pushed to XCom.
     """
@@ -66,9 +69,12 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         backend: str = "auto",
         spark_conf: dict[str, Any] | None = None,
         delta_jars: Any = None,
+        storage_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.storage_conn_id = storage_conn_id
+        self.storage_options: dict[str, str] | None = None  # read from storage_conn_id when the task runs
         self.dataset = dataset
         self.table_name = table_name
         self.optimize = optimize
@@ -98,6 +104,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
 
         try:
             options = self.options()
+            self.storage_options = storage_options_for(self.storage_conn_id)
             metrics = maintain_table(
                 self.dataset,
                 self.table_name,
@@ -110,6 +117,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
                 naming=self.naming,
                 backend=self.backend,
                 spark=self._spark_session(),
+                storage_options=self.storage_options,
             )
         except ConfigError as exc:  # a retry cannot mend it
             raise AirflowFailException(f"{self.task_id}: {exc}") from exc

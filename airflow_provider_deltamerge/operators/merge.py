@@ -13,6 +13,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, Asset, Ass
 
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
+from ..hooks.storage import storage_options_for
 from ..spec.contract import tightened
 from ..spec.naming import table_uri
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
@@ -95,6 +96,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param root_key: give child rows ``_dlt_root_id`` whatever the disposition (merges always do).
     :param window: explicit ``(start, end)`` to load, stateless (used by mapped backfills).
     :param conn_id: none (local Spark), a ``deltamerge``, ``spark`` or ``spark_connect`` connection.
+    :param storage_conn_id: an ``aws`` or Azure (``wasb``, ``adls``) connection holding the credentials
+        of a dataset on S3 or Azure (see docs/STORAGE.md); none: the environment's credentials.
     :param spark_conf: Spark properties for the session or spark-submit.
     :param submit_options: extra SparkSubmitHook arguments (``driver_memory``, ``jars``, ...).
     :param delta_jars: Delta's jars for the delta-spark writer (local and spark-submit runs).
@@ -146,6 +149,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         root_key: bool = False,
         window: Any = None,
         conn_id: str | None = None,
+        storage_conn_id: str | None = None,
         spark_conf: dict[str, Any] | None = None,
         submit_options: dict[str, Any] | None = None,
         delta_jars: Any = None,
@@ -180,6 +184,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.root_key = root_key
         self.window = window
         self.conn_id = conn_id
+        self.storage_conn_id = storage_conn_id
+        self.storage_options = None  # read from storage_conn_id when the task runs, never in the DAG
         self.spark_conf = spark_conf
         self.submit_options = submit_options
         self.delta_jars = delta_jars
@@ -217,11 +223,18 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         with self.failing_without_retry():
             conf_window, overrides = split_conf(self._dag_run_conf(context), self.conf_overridable)
             explicit = check_window(self.window) if window is None else window
+            arguments = {**self.load_arguments(overrides), "storage_options": self.read_storage_options()}
             return LoadRequest.create(
-                **self.load_arguments(overrides),
+                **arguments,
                 data_interval=data_interval_of(context),
                 run_context=run_context_of(context, self._timetable(), conf_window, explicit),
             )
+
+    def read_storage_options(self) -> dict[str, str] | None:
+        """The dataset's storage options from `storage_conn_id`, read once per task run, secrets masked."""
+        if self.storage_options is None and self.storage_conn_id:
+            self.storage_options = storage_options_for(self.storage_conn_id)
+        return self.storage_options
 
     def load(self, request: LoadRequest) -> dict[str, Any]:
         """Run one load with the hook and return its metrics."""

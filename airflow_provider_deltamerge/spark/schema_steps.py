@@ -15,9 +15,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from ..errors import ConfigError, SchemaError
+from ..plan.nested import plan_nested
 from ..spec.columns import ColumnSchema, merged_columns, parse_column_schema, storage_type
+from ..spec.naming import naming_convention
 from .casting import cast_to_declared
 from .contract import apply_schema_contract
+from .nested import column_shapes
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,20 @@ def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFram
     batch = cast_to_declared(batch, declared, keys, request.table)
     table_schema = table.schema if table is not None else None
     fixed = frozenset(declared) | set(request.hints.primary_key) | set(request.hints.merge_key)
+    fixed |= _arrays(batch, request)  # their rows go to child tables (or JSON text), not to this table
     contracted = apply_schema_contract(batch, table_schema, request.table, request.contract, frozenset(fixed))
     partition_by = _partitioning(request.declared, table, contracted.df.columns, request.table)
     metrics = {} if request.contract.is_default else {"rows_discarded": contracted.rows_discarded}
     not_null = tuple(name for name, column in declared.items() if column.required)
     return contracted.df, SchemaStep(columns, partition_by, not_null, metrics)
+
+
+def _arrays(batch: DataFrame, request) -> set[str]:
+    """The batch's array columns that become child tables or JSON text: the contract and variant columns
+    of this table never see them."""
+    normalize = naming_convention(request.naming)
+    nested = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    return set(nested.child_columns) | set(nested.json_columns)
 
 
 def stored_column_schema(commits) -> dict[str, dict[str, Any]] | None:

@@ -36,6 +36,7 @@ from .options import (
 )
 from .run import RunContext
 from .sources import parse_source
+from .storage import check_storage_options, delta_rs_options
 from .table_properties import check_loading_allowed, check_table_properties
 
 FORMAT_VERSION = 1
@@ -187,7 +188,10 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "table_properties": check_table_properties,
     "max_table_nesting": check_max_table_nesting,
     "root_key": check_root_key,
+    "storage_options": check_storage_options,
 }
+# Arguments that never travel in the request's JSON: credentials (see `to_json`).
+NOT_SERIALISED = ("storage_options",)
 RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_interval": check_interval,
     "run_context": lambda value: RunContext.from_value(value).to_dict(),
@@ -226,6 +230,7 @@ class LoadRequest:
     load_id: str | None = None
     max_table_nesting: int | None = None  # child tables up to this depth; deeper arrays kept as JSON
     root_key: bool = False  # _dlt_root_id in child tables whatever the disposition
+    storage_options: Any = field(default=None, repr=False)  # delta-rs options: may hold credentials
 
     # What the job uses, derived once from the arguments above (names in the naming convention).
     table: str = _derived()  # the table's name as stored
@@ -237,6 +242,7 @@ class LoadRequest:
     cursor: Incremental | None = _derived()  # the incremental, cursor path in the naming convention
     interval: tuple[datetime, datetime] | None = _derived()
     run: RunContext = _derived()
+    store_options: dict[str, str] | None = _derived()  # what delta-rs is handed (spec/storage.py)
 
     def __post_init__(self) -> None:
         """The one validation of a load: every argument checked and put in canonical form."""
@@ -262,6 +268,7 @@ class LoadRequest:
             "cursor": parse_incremental(self.incremental, normalize),
             "interval": tuple(parse_instant(v) for v in self.data_interval) if self.data_interval else None,
             "run": RunContext.from_value(self.run_context),
+            "store_options": delta_rs_options(self.dataset, self.storage_options),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
@@ -272,8 +279,8 @@ class LoadRequest:
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
         merge_key, columns, schema_contract, pipeline_name, backend, naming, incremental,
-        window_overwrite, table_properties, max_table_nesting, root_key, and the run's data_interval,
-        run_context and load_id.
+        window_overwrite, table_properties, max_table_nesting, root_key, storage_options, and the run's
+        data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))
@@ -314,10 +321,14 @@ class LoadRequest:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
     def to_json(self) -> str:
-        return json.dumps({**self.arguments(), "format_version": FORMAT_VERSION}, sort_keys=True)
+        """The request as JSON, without its storage options: the JSON is written to a file and shipped
+        to spark-submit, so credentials travel apart from it (see hooks/deltamerge.py)."""
+        body = {k: v for k, v in self.arguments().items() if k not in NOT_SERIALISED}
+        return json.dumps({**body, "format_version": FORMAT_VERSION}, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> LoadRequest:
+    def from_json(cls, text: str, storage_options: Any = None) -> LoadRequest:
+        """The request `to_json` wrote, with the storage options handed over apart from it."""
         body = json.loads(text)
         version = body.pop("format_version", None)
         if version != FORMAT_VERSION:
@@ -326,4 +337,4 @@ class LoadRequest:
                 f"format version {version!r} is not {FORMAT_VERSION}; install the same "
                 "airflow-provider-deltamerge version on Airflow and on the Spark cluster",
             )
-        return cls.create(**body)
+        return cls.create(**body, storage_options=storage_options)

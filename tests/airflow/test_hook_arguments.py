@@ -165,3 +165,25 @@ def test_submit_options_take_every_argument_of_the_installed_spark_submit_hook()
     for ours in ("conf", "conn_id", "name", "application_args"):
         with pytest.raises(ConfigError, match=rf"submit_options: unknown option\(s\) \['{ours}'\]"):
             check_submit_options({ours: "x"})
+
+
+def test_storage_options_reach_the_job_in_its_environment_not_its_request_or_command(monkeypatch):
+    from airflow_provider_deltamerge.hooks.deltamerge import job_env
+    from airflow_provider_deltamerge.remote_job import STORAGE_OPTIONS_ENV, take_storage_options
+    from airflow_provider_deltamerge.spec.request import LoadRequest
+
+    options = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "TOPSECRET-789"}
+    request = LoadRequest.create(
+        dataset="s3://bucket/lake", table_name="orders", source={"table": "orders"}, storage_options=options
+    )
+    arguments = submit_arguments("/tmp/request.json", name="deltamerge orders", python="/usr/bin/python3")
+    assert "TOPSECRET-789" not in json.dumps(arguments) and "TOPSECRET-789" not in request.to_json()
+
+    env = job_env({"PATH": "/usr/bin", STORAGE_OPTIONS_ENV: "stale"}, request.storage_options)
+    assert json.loads(env[STORAGE_OPTIONS_ENV]) == options
+    assert STORAGE_OPTIONS_ENV not in job_env({STORAGE_OPTIONS_ENV: "stale"}, None)
+
+    monkeypatch.setenv(STORAGE_OPTIONS_ENV, env[STORAGE_OPTIONS_ENV])
+    assert take_storage_options() == options
+    assert STORAGE_OPTIONS_ENV not in os.environ  # nothing later in the job sees it
+    assert LoadRequest.from_json(request.to_json(), options) == request

@@ -115,7 +115,9 @@ def committed_by(request, spark):
 @pytest.fixture
 def use_writer(monkeypatch):
     """use_writer(w): the loads that follow commit with writer w, whatever backend they ask for."""
-    return lambda writer: monkeypatch.setattr(load, "select_writer", lambda backend, spark: writer)
+    return lambda writer: monkeypatch.setattr(
+        load, "select_writer", lambda backend, spark, options=None: writer
+    )
 
 
 def weekly_load(spark, dataset, week: int, try_number: int = 1, **arguments):

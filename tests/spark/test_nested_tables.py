@@ -288,3 +288,28 @@ def test_upsert_refuses_child_tables_without_a_root_key(spark, dataset):
     load(spark, dataset, RUN_1, "replace", root_key=True)  # what the error advises
     load(spark, dataset, RUN_2, merge("upsert"), primary_key="id")
     assert counts(dataset) == {"parent": 3, "parent__child": 2, "parent__child__grandchild": 1}
+
+
+def test_a_frozen_contract_takes_the_arrays_of_child_tables_and_refuses_a_new_column(spark, dataset):
+    from airflow_provider_deltamerge import ContractError
+
+    load(spark, dataset, FAMILY, merge("upsert"), table_name="users", primary_key="id")
+    more = [{"id": 3, "name": "Cleo", "pets": [{"name": "Rex", "toys": ["stick"]}]}]
+    load(
+        spark, dataset, more, merge("upsert"), table_name="users", primary_key="id", schema_contract="freeze"
+    )
+    assert {r["name"] for r in table(dataset, "users__pets")} == {"Fluffy", "Spot", "Fido", "Rex"}
+    assert "pets" not in {f.name for f in DeltaTable(f"{dataset}/users").schema().fields}
+
+    new_column = [{"id": 4, "name": "Dan", "age": 40, "pets": []}]
+    with pytest.raises(ContractError, match="new column 'age'"):
+        load(
+            spark,
+            dataset,
+            new_column,
+            merge("upsert"),
+            table_name="users",
+            primary_key="id",
+            schema_contract="freeze",
+        )
+    assert len(table(dataset, "users")) == 3
