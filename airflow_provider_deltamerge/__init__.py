@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 # do) does not pull in Spark, Arrow or delta-rs.
 _LAZY = {
     "run_load": "load",
-    "LoadInfo": "load",
+    "LoadInfo": "load_info",
     "LoadRequest": "spec.request",
     "Incremental": "spec.incremental",
     "backfill_windows": "spec.backfill",

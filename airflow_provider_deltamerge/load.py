@@ -21,16 +21,17 @@ import dataclasses
 import logging
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from . import nested_load
+from . import earlier_loads, nested_load
 from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
 from .delta.selection import select_writer
 from .delta.writer import CommitRequest, TableLayout
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
+from .load_info import LoadInfo
 from .plan.merge import Operation, plan_load
 from .plan.pruning import bounded
 from .spark import frames
@@ -61,22 +62,6 @@ _BACKOFF_LIMIT_SECONDS = 5.0
 def checkpoint(step: str) -> None:
     """A named step of a load (see STEPS in the crash tests); does nothing. Tests replace it to stop a
     load there and prove that nothing is half-applied."""
-
-
-@dataclass(frozen=True)
-class LoadInfo:
-    """What a load did. `load_id` is None when there was nothing to load (no commit, no load record)."""
-
-    load_id: str | None
-    table_path: str
-    table_name: str
-    table_version: int | None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    window: dict[str, Any] | None = None
-
-    @property
-    def loaded(self) -> bool:
-        return self.load_id is not None
 
 
 def run_load(data, *, spark=None, **arguments) -> LoadInfo:
@@ -116,7 +101,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         request.dataset,
         len(recovered),
     )
-    finished = _finish_interrupted_attempt(request, recovered) or _already_loaded(request, stored)
+    finished = earlier_loads.finish_interrupted_attempt(request, recovered)
+    finished = finished or earlier_loads.already_loaded(request, stored)
     if finished is not None:
         return finished
     table = writer.snapshot(spark, request.table_path)
@@ -251,7 +237,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see _applied_by_another
-        return _applied_by_another(request, writer, load_id, stream)
+        return earlier_loads.applied_by_another(request, writer, load_id, stream)
     checkpoint("after_commit")
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
@@ -291,61 +277,6 @@ def _write_record(write, stored: store.StoreSnapshot, record: store.LoadRecord, 
         path = getattr(exc, "path", stored.dataset)
         problem = getattr(exc, "problem", None) or f"{type(exc).__name__}: {exc}"
         raise LoadNotRecordedError(path, record.load_id, table_path, record.table_version, problem) from exc
-
-
-def _applied_by_another(request: LoadRequest, writer, load_id: str, stream: str) -> LoadInfo:
-    """The load id committed already: a concurrent submission of it, or this load's own earlier attempt,
-    whose commit landed although the writer then reported a conflict. Read the store again (recording the
-    commit if nobody has) and return that load."""
-    stored = store.StoreSnapshot.read(request.dataset, request.store_options)
-    recovery.record_unrecorded_loads(stored, request, recovery.recent_commits(request, writer))
-    loaded = _loaded_before(request, stored, load_id)
-    if loaded is None:
-        raise ConflictError(
-            f"Delta skipped load {load_id} as already applied (txn {stream}) but no commit of it "
-            f"is in the history of {request.table_path}; nothing was written. Retry the load."
-        )
-    return loaded
-
-
-def _finish_interrupted_attempt(request: LoadRequest, recovered: list[store.LoadRecord]) -> LoadInfo | None:
-    """A retry of an Airflow task whose earlier attempt committed but stopped before its load record:
-    that load was just recorded from the commit, so this attempt returns it instead of loading again."""
-    for record in reversed(recovered):
-        if request.run.is_same_run(record.run):
-            log.warning(
-                "attempt %s of run %s finishes load %s, which an earlier attempt committed",
-                request.run.try_number,
-                request.run.run_id,
-                record.load_id,
-            )
-            return LoadInfo(
-                record.load_id,
-                request.table_path,
-                request.table,
-                record.table_version,
-                record.metrics,
-                record.window,
-            )
-    return None
-
-
-def _already_loaded(request: LoadRequest, stored: store.StoreSnapshot) -> LoadInfo | None:
-    """A request naming a load id that was loaded before returns that load: submissions are idempotent."""
-    return _loaded_before(request, stored, request.load_id) if request.load_id is not None else None
-
-
-def _loaded_before(request: LoadRequest, stored: store.StoreSnapshot, load_id: str) -> LoadInfo | None:
-    row = stored.load(load_id)
-    if row is None:
-        return None
-    log.warning("load %s was already loaded into %s; nothing is applied again", load_id, request.table_path)
-    window = (
-        {"start": row["window_start"], "end": row["window_end"]}
-        if row["window_start"] or row["window_end"]
-        else None
-    )
-    return LoadInfo(load_id, request.table_path, request.table, row["table_version"], row["metrics"], window)
 
 
 def _extract(spark, data, request: LoadRequest, window):
