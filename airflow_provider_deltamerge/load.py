@@ -121,7 +121,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     checkpoint("stage")
     staged = stage_batch(batch, request.disposition, request.hints, load_id)
     staged, nested = nested_load.split_nested(
-        spark, writer, request, staged, load_id, replace_where_for(request, window)
+        spark, writer, request, staged, load_id, replace_where_for(request, window), table is not None
     )
     steps.step(
         "stage",

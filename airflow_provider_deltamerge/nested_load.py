@@ -35,7 +35,7 @@ from .delta.child_tables import existing_child_tables
 from .delta.locking import creation_lock
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.writer import CommitRequest
-from .errors import ConfigError, SchemaError
+from .errors import ConfigError, ContractError, SchemaError
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
 from .plan.nested import ROOT_ID, NestedPlan, plan_child_commit, plan_nested, takes_root_key
 from .plan.scd2 import Scd2Settings
@@ -63,14 +63,17 @@ class NestedBatch:
     staged_roots: DataFrame  # the staged root rows, hard-deleted ones included
 
 
-def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, replace_where=None):
+def split_nested(
+    spark, writer, request: LoadRequest, staged, load_id: str, replace_where=None, root_exists: bool = False
+):
     """The staged root batch without its child-table arrays, and its child tables (None without any)."""
     normalize = naming_convention(request.naming)
     plan = plan_nested(request.table, column_shapes(staged.df), normalize, request.max_table_nesting)
     existing = existing_child_tables(request.dataset, request.table, request.store_options)
     if not plan.tables and not existing:
         return dataclasses.replace(staged, df=root_rows(staged.df, plan)), None
-    tables = tuple(sorted(set(plan.names) | set(existing)))
+    new = _new_tables_allowed(request, plan, existing) if root_exists else ()
+    tables = tuple(sorted(set(plan.names) - set(new) | set(existing)))
     _refuse_unsupported(request, tables, replace_where)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
     disposition = request.disposition
@@ -83,9 +86,23 @@ def split_nested(spark, writer, request: LoadRequest, staged, load_id: str, repl
         _require_root_key(request, schemas)
     staged_roots = _versioned(staged.df, request)
     rows = child_rows(unflagged_rows(staged_roots), plan, load_id, root_key)
+    rows = {name: frame for name, frame in rows.items() if name in tables}
     log.info("load %s: child tables %s", load_id, ", ".join(tables))
     root = dataclasses.replace(staged, df=root_rows(staged_roots, plan))
     return root, NestedBatch(plan, rows, tables, root_key, staged_roots)
+
+
+def _new_tables_allowed(request: LoadRequest, plan: NestedPlan, existing: tuple[str, ...]) -> tuple[str, ...]:
+    """The child tables an existing table's batch would add that the contract's `tables` setting keeps
+    out: a frozen contract refuses the first of them; a discarding one leaves them (and their rows) out."""
+    new = tuple(name for name in plan.names if name not in existing)
+    mode = request.contract.tables
+    if not new or mode == "evolve":
+        return ()
+    if mode == "freeze":
+        raise ContractError(request.table, "tables", new[0])
+    log.warning("the schema contract discards new tables: child tables %s are not created", ", ".join(new))
+    return new
 
 
 def _versioned(staged: DataFrame, request: LoadRequest) -> DataFrame:

@@ -313,3 +313,18 @@ def test_a_frozen_contract_takes_the_arrays_of_child_tables_and_refuses_a_new_co
             schema_contract="freeze",
         )
     assert len(table(dataset, "users")) == 3
+
+
+def test_the_contract_on_tables_covers_the_child_tables_a_batch_would_add(spark, dataset):
+    from airflow_provider_deltamerge import ContractError
+
+    upsert = {"table_name": "users", "primary_key": "id"}
+    load(spark, dataset, [{"id": 1, "name": "Alice"}], merge("upsert"), **upsert)
+    with pytest.raises(ContractError, match="new table 'users__pets'"):
+        load(spark, dataset, FAMILY, merge("upsert"), schema_contract={"tables": "freeze"}, **upsert)
+    assert data(dataset, "users") == [{"id": 1, "name": "Alice"}]
+    assert not DeltaTable.is_deltatable(f"{dataset}/users__pets")
+
+    load(spark, dataset, FAMILY, merge("upsert"), schema_contract={"tables": "discard_row"}, **upsert)
+    assert data(dataset, "users") == [{"id": 1, "name": "Alice"}, {"id": 2, "name": "Bob"}]
+    assert not DeltaTable.is_deltatable(f"{dataset}/users__pets")
