@@ -19,6 +19,10 @@ DOCUMENTS = sorted(
     str(p.relative_to(ROOT))
     for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *ROOT.glob("*/README.md")]
 )
+# Examples that need a server the tests start (an object store): run by the test named, against it.
+RUN_ELSEWHERE = {
+    "docs/STORAGE.md": "tests/airflow/test_storage_connection.py::test_the_documented_example_loads_into_s3",
+}
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
@@ -64,6 +68,10 @@ def run_defined(namespace: dict) -> list[str]:
 def test_every_document_is_searched_for_examples():
     assert {"README.md", "docs/MAINTENANCE.md"} <= set(DOCUMENTS)
     assert len(python_examples("README.md")) >= 4
+    for document, test in RUN_ELSEWHERE.items():
+        module, name = test.split("::")
+        assert python_examples(document), f"{document} has no example for {test} to run"
+        assert f"def {name}(" in (ROOT / module).read_text(), f"{test}, which runs {document}, is gone"
 
 
 def as_module(
@@ -91,6 +99,8 @@ def test_the_python_examples_of_a_document_run(document, landed, tmp_path):
     examples = python_examples(document)
     if not examples:
         pytest.skip(f"{document} has no Python example")
+    if document in RUN_ELSEWHERE:
+        pytest.skip(f"{document}'s examples need an object store: {RUN_ELSEWHERE[document]} runs them")
     text, starts = as_module(document, examples, tmp_path / "lake")
     module_name = "documented_examples_" + re.sub(r"\W", "_", document)
     module_file = DAGS_FOLDER / f"{module_name}.py"

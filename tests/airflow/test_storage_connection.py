@@ -62,8 +62,9 @@ def s3(tmp_path_factory):
 
 
 @pytest.fixture
-def storage_dag(tmp_path, airflow_db, s3, monkeypatch):
-    """The DAG file in the dags folder, and the connection as an AIRFLOW_CONN_ variable in JSON form."""
+def landing(tmp_path, airflow_db, s3, monkeypatch):
+    """The orders as parquet in a landing folder, and the connection as an AIRFLOW_CONN_ variable in JSON
+    form."""
     connection = {
         "conn_type": "aws",
         "login": s3.access_key,
@@ -71,17 +72,37 @@ def storage_dag(tmp_path, airflow_db, s3, monkeypatch):
         "extra": {"endpoint_url": s3.endpoint, "region_name": "us-east-1"},
     }
     monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps(connection))
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    pq.write_table(ORDERS, landing / "orders.parquet")
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    pq.write_table(ORDERS, folder / "orders.parquet")
+    return folder
+
+
+@pytest.fixture
+def write_dag():
+    """Writes a DAG module into the dags folder (dag.test() runs DAGs of files there) and returns its
+    DAG; the files go when the test ends."""
+    written = []
+
+    def write(name: str, text: str):
+        path = DAGS_FOLDER / f"{name}.py"
+        path.write_text(text)
+        written.append(path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.dag
+
+    yield write
+    for path in written:
+        path.unlink()
+
+
+@pytest.fixture
+def storage_dag(landing, s3, write_dag):
     dataset = s3.create_bucket("airflow-lake") + "/shop"
-    path = DAGS_FOLDER / "deltamerge_test_storage.py"
-    path.write_text(DAG_FILE.format(landing=str(landing), dataset=dataset, conn_id=CONN_ID))
-    spec = importlib.util.spec_from_file_location("deltamerge_test_storage", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module.dag, dataset
-    path.unlink()
+    text = DAG_FILE.format(landing=str(landing), dataset=dataset, conn_id=CONN_ID)
+    return write_dag("deltamerge_test_storage", text), dataset
 
 
 def test_a_load_with_a_storage_connection_reaches_s3_and_logs_no_secret(storage_dag, s3, capfd):
@@ -102,3 +123,19 @@ def test_a_load_with_a_storage_connection_reaches_s3_and_logs_no_secret(storage_
     assert "orders" in logged and "maintain" in logged  # the task log was captured
     assert s3.secret_key not in logged
     assert s3.secret_key not in json.dumps(record, default=str)
+
+
+def test_the_documented_example_loads_into_s3(landing, s3, write_dag):
+    from tests.airflow.test_documented_examples import python_examples
+
+    [(_, example)] = python_examples("docs/STORAGE.md")
+    dataset = s3.create_bucket("my-bucket") + "/lake"
+    example = example.replace('"/landing/orders"', repr(str(landing))).replace(
+        '"s3://my-bucket/lake"', repr(dataset)
+    )
+    dag = write_dag("documented_storage_example", example)
+    run = dag.test(logical_date=datetime(2024, 1, 2, tzinfo=timezone.utc))
+
+    assert run.state == "success"
+    table = DeltaTable(f"{dataset}/orders", storage_options=s3.storage_options())
+    assert table.to_pyarrow_table(columns=["id", "amount"]).sort_by("id") == ORDERS
