@@ -328,3 +328,19 @@ def test_the_contract_on_tables_covers_the_child_tables_a_batch_would_add(spark,
     load(spark, dataset, FAMILY, merge("upsert"), schema_contract={"tables": "discard_row"}, **upsert)
     assert data(dataset, "users") == [{"id": 1, "name": "Alice"}, {"id": 2, "name": "Bob"}]
     assert not DeltaTable.is_deltatable(f"{dataset}/users__pets")
+
+
+def test_lists_of_lists_become_a_list_table_below_and_shrink_with_an_upsert(spark, dataset):
+    grid = [{"id": 1, "grid": [[1, 2], [3]]}, {"id": 2, "grid": [[4]]}]
+    load(spark, dataset, grid, merge("upsert"), table_name="m", primary_key="id")
+    inner = {r["_dlt_id"]: r for r in table(dataset, "m__grid")}
+    values = {
+        (inner[r["_dlt_parent_id"]]["_dlt_list_idx"], r["_dlt_list_idx"], r["value"])
+        for r in table(dataset, "m__grid__list")
+    }
+    assert values == {(0, 0, 1), (0, 1, 2), (1, 0, 3), (0, 0, 4)}
+    assert len(inner) == 3
+
+    load(spark, dataset, [{"id": 1, "grid": [[1]]}], merge("upsert"), table_name="m", primary_key="id")
+    assert sorted(r["value"] for r in table(dataset, "m__grid__list")) == [1, 4]  # root 2's list untouched
+    assert len(table(dataset, "m__grid")) == 2
