@@ -58,17 +58,28 @@ def _served_batches(df) -> Iterator[pa.RecordBatch]:
     """Batches read one by one from the socket Spark serves its Arrow collection on (what `toArrow()`
     drains whole). Spark's error, if the job fails, is raised once the socket is done."""
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
-    from pyspark.util import _load_from_socket
 
     port, secret, server = df._jdf.collectAsArrowToPython()
     try:
-        with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
+        with _socket_stream((port, secret), ArrowCollectSerializer()) as stream:
             for item in stream:  # batches, then the list of their partition order
                 if isinstance(item, pa.RecordBatch):
                     yield item
     finally:
         with _spark_errors_unwrapped():
             server.getResult()
+
+
+def _socket_stream(sock_info, serializer):
+    """The stream of Spark's local socket, as a context manager: PySpark 4's reader is one; 3.5's returns
+    the stream itself (from pyspark.rdd), closed when it is collected."""
+    try:
+        from pyspark.util import _load_from_socket
+    except ImportError:
+        from pyspark.rdd import _load_from_socket
+
+        return contextlib.nullcontext(_load_from_socket(sock_info, serializer))
+    return _load_from_socket(sock_info, serializer)
 
 
 def _spark_errors_unwrapped():
