@@ -22,14 +22,17 @@ def _largest(sizes: list[dict], kind: str) -> dict | None:
     return max(of_kind, key=lambda s: (s["target_rows"], s["changed_rows"])) if of_kind else None
 
 
-def _check(name: str, target: str, value: float | None, passes, note: str) -> dict:
+def _check(name: str, comparison: str, bound: float, value: float | None, note: str) -> dict:
+    """One target: `value` against `bound` by `comparison` ("<=" or ">="), PASS, FAIL or n/a."""
+    target = f"{comparison} {bound}"
     if value is None:
         return {"name": name, "target": target, "value": None, "verdict": "n/a", "note": note}
+    passes = value <= bound if comparison == "<=" else value >= bound
     return {
         "name": name,
         "target": target,
         "value": value,
-        "verdict": "PASS" if passes(value) else "FAIL",
+        "verdict": "PASS" if passes else "FAIL",
         "note": note,
     }
 
@@ -45,9 +48,9 @@ def ratios(sizes: list[dict]) -> list[dict]:
         checks.append(
             _check(
                 "P1 run_load / embedded floor",
-                "<= 1.2",
+                "<=",
+                1.2,
                 ours / floor if floor else None,
-                lambda v: v <= 1.2,
                 smallest_uniform["size"],
             )
         )
@@ -56,9 +59,9 @@ def ratios(sizes: list[dict]) -> list[dict]:
         checks.append(
             _check(
                 "P2 dlt / run_load, clustered",
-                ">= 3",
+                ">=",
+                3,
                 dlt / ours if dlt else None,
-                lambda v: v >= 3,
                 clustered["size"],
             )
         )
@@ -67,9 +70,9 @@ def ratios(sizes: list[dict]) -> list[dict]:
         checks.append(
             _check(
                 "P2 run_load / dlt, uniform",
-                "<= 1.0",
+                "<=",
+                1.0,
                 ours / dlt if dlt else None,
-                lambda v: v <= 1.0,
                 uniform["size"],
             )
         )
@@ -79,9 +82,9 @@ def ratios(sizes: list[dict]) -> list[dict]:
         checks.append(
             _check(
                 "P3 files rewritten / minimal, clustered",
-                "<= 1.5",
+                "<=",
+                1.5,
                 removed / minimal if minimal and removed is not None else None,
-                lambda v: v <= 1.5,
                 f"{clustered['size']}: {removed} removed, {minimal} minimal, "
                 f"of {clustered['target_files']} files",
             )
@@ -89,13 +92,13 @@ def ratios(sizes: list[dict]) -> list[dict]:
     biggest = max(sizes, key=lambda s: s["changed_rows"], default=None)
     if biggest and FLOOR in biggest["sides"]:
         batch = biggest["sides"][FLOOR]["last"]["arrow_bytes"]
-        growth = max(r for r in [biggest["sides"][RUN_LOAD]["last"]["driver_growth"]])
+        growth = biggest["sides"][RUN_LOAD]["last"]["driver_growth"]
         checks.append(
             _check(
                 "P4 driver peak growth / batch Arrow size",
-                "<= 2",
+                "<=",
+                2,
                 growth / batch if batch else None,
-                lambda v: v <= 2,
                 f"{biggest['size']}: +{growth / MIB:,.0f} MiB for a {batch / MIB:,.0f} MiB batch",
             )
         )
@@ -105,9 +108,9 @@ def ratios(sizes: list[dict]) -> list[dict]:
         checks.append(
             _check(
                 "P5 same change, table x2: time ratio",
-                "<= 1.3",
+                "<=",
+                1.3,
                 _median(large, RUN_LOAD) / _median(small, RUN_LOAD),
-                lambda v: v <= 1.3,
                 f"{large['size']} vs {small['size']}",
             )
         )
@@ -118,9 +121,9 @@ def ratios(sizes: list[dict]) -> list[dict]:
     checks.append(
         _check(
             "P6 run_load delta-spark / hand-written Spark MERGE",
-            "<= 1.2",
+            "<=",
+            1.2,
             value,
-            lambda v: v <= 1.2,
             "needs Delta's jars (--delta-jars)" if value is None else "worst size",
         )
     )
