@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import earlier_loads, nested_load
+from . import earlier_loads, nested_load, staged_arrow
 from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
@@ -119,7 +119,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
-    staged = stage_batch(batch, request.disposition, request.hints, load_id)
+    staged = _stage(spark, writer, request, batch, table, load_id, replace_where_for(request, window))
     staged, nested = nested_load.split_nested(
         spark, writer, request, staged, load_id, replace_where_for(request, window), table is not None
     )
@@ -198,7 +198,7 @@ class _StagedLoad:
 def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
-    staged, plan = _plan(load.staged, request, table, load_id, replace_where_for(request, load.window))
+    staged, plan = _plan(spark, load.staged, request, table, load_id, replace_where_for(request, load.window))
     plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
     base_metrics = {
         "table": request.table,
@@ -216,7 +216,10 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     target_keys = (
         writer.read_columns(spark, table, list(plan.delete_keys)) if plan.needs_target_read else None
     )
-    source = shape_source(staged.df, plan, target_keys)
+    if staged.arrow is not None:
+        source = staged_arrow.source_rows(staged.arrow, plan)
+    else:
+        source = shape_source(staged.df, plan, target_keys)
     metadata = {
         **_commit_metadata(request, load_id, base_metrics, window),
         "state": load.new_state,
@@ -288,7 +291,17 @@ def _extract(spark, data, request: LoadRequest, window):
     return frames.rename_columns(frames.with_input_order(df), normalize)
 
 
-def _plan(staged, request: LoadRequest, table, load_id: str, replace_where=None):
+def _stage(spark, writer, request: LoadRequest, batch, table, load_id: str, replace_where):
+    """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
+    commit takes the staged rows (staged_arrow.py), else materialised in Spark."""
+    collect = staged_arrow.staging_collection(spark, writer, request, batch, table, replace_where)
+    if collect is None:
+        return stage_batch(batch, request.disposition, request.hints, load_id)
+    staged = stage_batch(batch, request.disposition, request.hints, load_id, collect)
+    return staged_arrow.checked(staged, request, table) if staged.arrow is not None else staged
+
+
+def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None):
     """The staged batch aligned to the table as it is now, and the plan of its commit."""
     if request.disposition.scd2 is not None:
         return stage_scd2(staged, request, table, load_id)
@@ -301,6 +314,10 @@ def _plan(staged, request: LoadRequest, table, load_id: str, replace_where=None)
         replace_where=replace_where,
     )
     table_schema = table.schema if table is not None else None
+    if staged_arrow.needs_spark(staged, plan, table_schema):
+        staged = staged_arrow.in_spark(spark, staged)
+    if staged.arrow is not None:  # aligned to this schema as it was collected
+        return staged, plan
     aligned = align_to_table(staged.df, table_schema, request.table, keep=plan.helper_columns)
     return dataclasses.replace(staged, df=aligned), plan
 

@@ -63,6 +63,16 @@ class NestedBatch:
     staged_roots: DataFrame  # the staged root rows, hard-deleted ones included
 
 
+def plan_without_child_tables(request: LoadRequest, batch: DataFrame) -> NestedPlan | None:
+    """The nested plan of a batch that makes no child tables, into a table that has none (deeper arrays
+    kept as JSON text: `root_rows`); None where the load involves child tables."""
+    normalize = naming_convention(request.naming)
+    plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    if plan.tables or existing_child_tables(request.dataset, request.table, request.store_options):
+        return None
+    return plan
+
+
 def split_nested(
     spark, writer, request: LoadRequest, staged, load_id: str, replace_where=None, root_exists: bool = False
 ):

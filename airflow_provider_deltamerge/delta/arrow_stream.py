@@ -4,7 +4,9 @@
   session, over the socket its Arrow collection serves, one batch at a time; elsewhere from
   `toArrow()`), every column nullable, timestamps in UTC;
 - `Progress`: a task-log line at most every PROGRESS_SECONDS with the batches, rows and bytes so far;
-- `Transfer`: one batch on its way, whole or streamed by its size;
+- `collected`: the whole batch on the driver as one Arrow table, refused once it outgrows the driver's
+  budget (staging's own pass, where the writer takes the batch whole);
+- `Transfer`: one batch on its way, whole or streamed by its size (or already on the driver);
 - `driver_budget`: how much Arrow the driver may take, from `spark.driver.memory` and
   `spark.driver.maxResultSize`; a batch estimated above it is refused before anything is transferred.
 """
@@ -60,14 +62,20 @@ def _served_batches(df) -> Iterator[pa.RecordBatch]:
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
 
     port, secret, server = df._jdf.collectAsArrowToPython()
+    read_to_the_end = False
     try:
         with _socket_stream((port, secret), ArrowCollectSerializer()) as stream:
             for item in stream:  # batches, then the list of their partition order
                 if isinstance(item, pa.RecordBatch):
                     yield item
+        read_to_the_end = True
     finally:
-        with _spark_errors_unwrapped():
-            server.getResult()
+        if read_to_the_end:
+            with _spark_errors_unwrapped():
+                server.getResult()
+        else:  # the reader stopped early: Spark's job fails on the closed socket, which is expected
+            with contextlib.suppress(Exception):
+                server.getResult()
 
 
 def _socket_stream(sock_info, serializer):
@@ -165,19 +173,51 @@ def _conf(spark, key: str, default: str) -> str:
         return default
 
 
+def collected(spark, table: str, df) -> pa.Table:
+    """The DataFrame's rows as one Arrow table on the driver (every column nullable, timestamps in UTC),
+    read batch by batch with progress lines. Once more has arrived than the driver may take, reading
+    stops and the batch is refused with BatchTooLargeError, before anything is committed."""
+    schema = arrow_schema(df)
+    budget, memory = driver_budget(spark)
+    progress = Progress(f"transfer to {table}")
+    batches = record_batches(df, schema)
+    kept = []
+    try:
+        for batch in progress.counted(batches):
+            kept.append(batch)
+            if progress.bytes > budget:
+                detail = " (at least; reading stopped)"
+                raise BatchTooLargeError(table, progress.bytes, budget, memory, detail)
+    finally:
+        batches.close()
+    progress.done()
+    return pa.Table.from_batches(kept, schema=schema)
+
+
 class Transfer:
     """One batch on its way from Spark to delta-rs: whole in memory when small enough, else streamed
     while delta-rs consumes it; its progress logged; Spark's own error kept when delta-rs reports it
-    through the Arrow stream; a batch too big for the driver refused before any of it moves."""
+    through the Arrow stream; a batch too big for the driver refused before any of it moves.
+
+    `source` is a DataFrame, or an Arrow table already on the driver (`collected` in staging's pass).
+    """
 
     def __init__(
         self, spark, table: str, source, estimated_bytes: int | None, not_null: tuple[str, ...] = ()
     ):
+        self.spark, self.table_uri = spark, table
+        self.on_driver = isinstance(source, pa.Table)
+        self._error: BaseException | None = None
+        if self.on_driver:
+            self.estimated_bytes = source.nbytes
+            self.schema = pa.schema([f.with_nullable(f.name not in not_null) for f in source.schema])
+            self._progress = None  # counted while it was collected
+            self._batches = (_conformed(b, self.schema) for b in source.to_batches())
+            return
         refuse_oversized(spark, table, estimated_bytes)
-        self.spark, self.table_uri, self.estimated_bytes = spark, table, estimated_bytes
+        self.estimated_bytes = estimated_bytes
         self.schema = arrow_schema(source, not_null)
         self._progress = Progress(f"transfer to {table}")
-        self._error: BaseException | None = None
         self._batches = self._from(source)
 
     def _from(self, source):
@@ -195,7 +235,10 @@ class Transfer:
         fits = size is not None and size <= IN_MEMORY_BYTES
         shown = "unknown size" if size is None else f"about {size / 2**20:,.1f} MiB"
         limit = f"{IN_MEMORY_BYTES / 2**20:,.0f} MiB"
-        if fits:
+        if self.on_driver:
+            how = "merged whole: files outside its key ranges are skipped" if fits else "merged streamed"
+            log.info("batch for %s: %s on the driver since staging, %s", self.table_uri, shown, how)
+        elif fits:
             log.info(
                 "batch for %s: %s <= %s, taken whole: files outside its key ranges are skipped",
                 self.table_uri,
@@ -232,7 +275,8 @@ class Transfer:
             if self._error is not None:
                 raise self._oversized(self._error) or self._error from exc
             raise
-        self._progress.done()
+        if self._progress is not None:
+            self._progress.done()
         return result
 
     def _kept_errors(self, batches):

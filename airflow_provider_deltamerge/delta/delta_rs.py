@@ -38,9 +38,6 @@ from .writer import (
 
 log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
-IN_MEMORY_BYTES = (
-    256 * 2**20
-)  # a batch up to this size is merged whole (file skipping), a larger one streamed
 TARGET_FILE_BYTES = 16 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
 TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
 
@@ -123,6 +120,7 @@ class DeltaRsWriter:
     environment's credentials)."""
 
     name = "delta-rs"
+    takes_arrow = True  # commits an Arrow table collected by staging's own pass (see staged_arrow.py)
 
     def __init__(self, storage_options: dict[str, str] | None = None) -> None:
         self.storage_options = storage_options
@@ -165,7 +163,7 @@ class DeltaRsWriter:
         )
         try:
             if plan.operation is Operation.MERGE:
-                return self._merge(spark, snapshot, plan, source, properties, request)
+                return self._merge(spark, path, snapshot, plan, source, properties, request)
             return self._write(spark, path, snapshot, plan, source, properties, request)
         except CommitFailedError as exc:
             raise ConflictError(
@@ -174,10 +172,17 @@ class DeltaRsWriter:
             ) from exc
 
     def _merge(
-        self, spark, snapshot: DeltaRsSnapshot, plan: MergePlan, source, properties, request: CommitRequest
+        self,
+        spark,
+        path: str,
+        snapshot: DeltaRsSnapshot,
+        plan: MergePlan,
+        source,
+        properties,
+        request: CommitRequest,
     ) -> CommitResult:
         dialect = DataFusionDialect()
-        transfer = Transfer(spark, snapshot.table.table_uri, source, request.source_bytes)
+        transfer = Transfer(spark, path, source, request.source_bytes)
         in_memory = transfer.fits_in_memory()
         data = _checked(transfer, plan, source, in_memory)
         merger = snapshot.table.merge(
@@ -202,7 +207,7 @@ class DeltaRsWriter:
     ) -> CommitResult:
         not_null = _not_null(snapshot) if snapshot is not None else request.layout.not_null
         transfer = Transfer(spark, path, source, request.source_bytes, not_null)
-        in_memory = transfer.fits_in_memory()
+        in_memory = transfer.fits_in_memory() or transfer.on_driver  # written as it is: no merge to run
         if plan.cluster_by and not in_memory:  # ordered by key within and across files (as below)
             transfer.sorted_in_spark(source, plan.cluster_by)
         data = _checked(transfer, plan, source, in_memory)
@@ -266,6 +271,9 @@ class DeltaRsWriter:
 def _checked(transfer: Transfer, plan: MergePlan, source, in_memory: bool):
     """The source as Arrow (a table in memory, else a stream), its unique key checked before any commit:
     in the Arrow data once it is on the driver, in Spark before a stream starts."""
+    if transfer.on_driver:
+        unique_keys.check_arrow(source, plan)
+        return transfer.table() if in_memory else transfer.reader()
     if not in_memory:
         unique_keys.check_spark(source, plan)
         return transfer.reader()

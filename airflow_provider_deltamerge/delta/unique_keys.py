@@ -15,7 +15,12 @@ EXAMPLES = 5
 
 def check_arrow(data: pa.Table, plan: MergePlan) -> None:
     """Refuse an Arrow source whose unique key occurs more than once, naming some of its values."""
-    keys = list(plan.unique_key)
+    check_arrow_key(data, plan.unique_key, plan.strategy)
+
+
+def check_arrow_key(data: pa.Table, key: tuple[str, ...], strategy: str) -> None:
+    """Refuse Arrow rows in which `key` occurs more than once, naming some of its values."""
+    keys = list(key)
     if not keys or data.num_rows == 0:
         return
     counts = data.select(keys).group_by(keys).aggregate([([], "count_all")])
@@ -23,7 +28,7 @@ def check_arrow(data: pa.Table, plan: MergePlan) -> None:
     if duplicated.num_rows:
         rows = duplicated.slice(0, EXAMPLES).select(keys).to_pylist()
         examples = sorted((tuple(r[c] for c in keys) for r in rows), key=repr)
-        raise DuplicateKeyError(plan.unique_key, plan.strategy, examples, duplicated.num_rows)
+        raise DuplicateKeyError(tuple(key), strategy, examples, duplicated.num_rows)
 
 
 def check_spark(source, plan: MergePlan) -> None:

@@ -1,7 +1,9 @@
 """The stage step: one extracted batch made ready for its commit, in two parts.
 
 - `stage_batch`: the preparation rules in their order (key checks, dedup, hard-delete flags, system
-  columns), computed from the source in one pass (the writer checks unique keys, see plan.unique_key);
+  columns), computed from the source in one pass (the writer checks unique keys, see plan.unique_key).
+  That pass materialises the batch in Spark, or, given `collect`, is the collection of the batch to the
+  driver as Arrow (staged_arrow.py), so the writer gets it without a second pass;
 - `shape_source`: the merge source the plan asks for, built from the staged batch (helper columns start
   with `__`). The planner decides the shape; this only builds it.
 """
@@ -9,7 +11,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,6 +35,8 @@ class StagedBatch:
     rows_staged: int
     key_ranges: tuple[KeyRange, ...] = ()  # min and max of the key columns, for pruning merges
     arrow_bytes: int = 0  # the staged batch's size as Arrow, estimated before any transfer
+    arrow: Any = None  # pyarrow.Table: the batch collected by staging's pass; `df` is then not materialised
+    aligned_to: Any = None  # the table schema `arrow` was aligned to (see staged_arrow.py)
 
     @property
     def empty(self) -> bool:
@@ -41,9 +47,17 @@ class StagedBatch:
         return HARD_DELETE_FLAG in self.df.columns
 
 
-def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints, load_id: str) -> StagedBatch:
+def stage_batch(
+    df: DataFrame,
+    disposition: WriteDisposition,
+    hints: TableHints,
+    load_id: str,
+    collect: Callable[[DataFrame], Any] | None = None,
+) -> StagedBatch:
     """Key checks, dedup, hard-delete flags and system columns, computed from the source in one pass
-    that materialises the batch and profiles it (spark/profile.py)."""
+    that materialises the batch and profiles it (spark/profile.py). `collect` (given only where the
+    aggregates ride on the pass) turns the staged DataFrame into the Arrow table the writer takes; that
+    collection is then the pass, and the caller checks an upsert's unique keys in the Arrow data."""
     keys = {k: v for k, v in {"primary_key": hints.primary_key, "merge_key": hints.merge_key}.items() if v}
     if _lacks_columns(df, keys, disposition, hints):  # refused, or an empty batch: the checks as before
         if frames.check_key_columns(df, keys) == 0:
@@ -59,9 +73,13 @@ def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints,
     ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
     aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
     aggregates += profile.text_bytes(staged)
+    arrow = None
     if profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
-        staged = frames.materialize(staged)
+        if collect is not None:
+            arrow = collect(staged)
+        else:
+            staged = frames.materialize(staged)
         after = staged_profile()
     else:
         staged = frames.materialize(staged)
@@ -75,12 +93,13 @@ def stage_batch(df: DataFrame, disposition: WriteDisposition, hints: TableHints,
                 raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
     # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on the
     # rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
-    if disposition.strategy == "upsert" and hints.hard_delete:
+    if disposition.strategy == "upsert" and hints.hard_delete and arrow is None:
         frames.check_unique_keys(staged, hints.primary_key, disposition.strategy)
     outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
     frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
     ranges = profile.key_ranges(staged, after, ranged)
-    return StagedBatch(staged, before.rows, after.rows, ranges, profile.arrow_bytes(staged, after))
+    size = arrow.nbytes if arrow is not None else profile.arrow_bytes(staged, after)
+    return StagedBatch(staged, before.rows, after.rows, ranges, size, arrow)
 
 
 def _lacks_columns(df: DataFrame, keys: dict, disposition: WriteDisposition, hints: TableHints) -> bool:

@@ -15,6 +15,7 @@ import importlib.metadata
 import json
 from datetime import datetime, timedelta, timezone
 
+import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
@@ -52,7 +53,7 @@ def append_with(path: str, source, plan: MergePlan, request, metadata: dict) -> 
     options = write_options(plan, request)
     txn = Transaction(options["txnAppId"], int(options["txnVersion"]))
     properties = CommitProperties(custom_metadata=metadata, app_transactions=[txn])
-    data = spark_to_arrow(source)
+    data = source if isinstance(source, pa.Table) else spark_to_arrow(source)
     write_deltalake(path, data, mode="append", schema_mode="merge", commit_properties=properties)
     (entry,) = DeltaTable(path).history(1)
     return CommitResult(int(entry["version"]), write_commit_metrics(entry))
@@ -62,6 +63,7 @@ class DeltaSparkShaped(DeltaRsWriter):
     """The delta-spark writer's commits (appends only) and its reading of the history, made with delta-rs."""
 
     name = "delta-spark"
+    takes_arrow = False  # as the delta-spark writer: it commits the DataFrame
 
     def commit(self, spark, path, snapshot, plan, source, request) -> CommitResult:
         assert plan.operation is Operation.WRITE, "the stand-in makes appends only"

@@ -1,0 +1,108 @@
+"""The batch collected to the driver by staging's own pass, for a writer that commits Arrow (delta-rs).
+
+A load's floor is: Spark computes the batch once, hands it to delta-rs as Arrow, one merge. Staging
+otherwise materialises the batch in Spark (a local checkpoint) and the writer reads it back: two passes
+over the rows. Where the writer takes Arrow and the commit's source is the staged rows themselves, the
+staging pass is the collection: the batch, aligned to the table's schema, arrives on the driver as one
+Arrow table while Spark observes its counts, null keys, dates and key ranges (spark/profile.py). Every
+check runs on those aggregates or on the Arrow data, still before anything is committed.
+
+Used when all of these hold, else staging materialises in Spark as before:
+- the writer takes Arrow, and the session observes aggregates in a pass (classic Spark, PySpark 4);
+- the plan's source is the staged rows (append, replace, upsert, insert-only, any load into a new
+  table), not rows Spark derives from them and the target (delete-insert, scd2);
+- the batch makes no child tables and the table has none.
+
+The batch is held whole: a batch beyond the driver's budget is refused while it arrives
+(BatchTooLargeError). A retry that finds the table's schema changed, or a plan that needs Spark after
+all, takes the batch back into Spark from the Arrow table, never from the source again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .delta import unique_keys
+from .delta.arrow_stream import collected
+from .nested_load import plan_without_child_tables
+from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
+from .spark.nested import root_rows
+from .spark.profile import observes_in_pass
+from .spark.schema import align_to_table
+from .spark.stage import StagedBatch
+from .spec.request import LoadRequest
+
+log = logging.getLogger(__name__)
+
+_STAGED_ROWS = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG)
+
+
+def staging_collection(spark, writer, request: LoadRequest, batch, table, replace_where) -> Callable | None:
+    """The collection staging runs as its pass: the staged DataFrame as the root table's rows, aligned
+    to `table` (a snapshot, or None for a new table), as one Arrow table on the driver. None where
+    staging materialises in Spark instead (see the module's conditions)."""
+    if not getattr(writer, "takes_arrow", False) or not observes_in_pass(batch):
+        return None
+    if request.disposition.scd2 is not None:
+        return None
+    plan = plan_load(
+        request.disposition,
+        request.hints,
+        table_exists=table is not None,
+        batch_empty=False,
+        hard_delete=bool(request.hints.hard_delete),
+        replace_where=replace_where,
+    )
+    nested = plan_without_child_tables(request, batch) if _takes_staged_rows(plan) else None
+    if nested is None:
+        return None
+    schema = table.schema if table is not None else None
+
+    def collect(staged_df) -> pa.Table:
+        rows = root_rows(staged_df, nested)
+        aligned = align_to_table(rows, schema, request.table, keep=(HARD_DELETE_FLAG,))
+        return collected(spark, request.table_path, aligned)
+
+    return collect
+
+
+def checked(staged: StagedBatch, request: LoadRequest, table) -> StagedBatch:
+    """The collected batch, its upsert keys checked with its hard deletes counted (the writer checks
+    only what it commits, and a new table gets no flagged rows), and the schema it was aligned to."""
+    hints = request.hints
+    if request.disposition.strategy == "upsert" and hints.hard_delete:
+        unique_keys.check_arrow_key(staged.arrow, hints.primary_key, "upsert")
+    return dataclasses.replace(staged, aligned_to=table.schema if table is not None else None)
+
+
+def needs_spark(staged: StagedBatch, plan: MergePlan, table_schema) -> bool:
+    """Whether a collected batch must go back into Spark for this plan: the table's schema changed since
+    it was aligned (another writer committed first), or the plan derives its source in Spark."""
+    return staged.arrow is not None and (table_schema != staged.aligned_to or not _takes_staged_rows(plan))
+
+
+def in_spark(spark, staged: StagedBatch) -> StagedBatch:
+    """The collected batch as a DataFrame again (from the Arrow table, not from the source)."""
+    rows = staged.arrow.num_rows
+    log.info("the table changed since the batch was staged: its %s rows go back into Spark", rows)
+    return dataclasses.replace(staged, df=spark.createDataFrame(staged.arrow), arrow=None, aligned_to=None)
+
+
+def source_rows(arrow: pa.Table, plan: MergePlan) -> pa.Table:
+    """The rows the writer commits for `plan`: the flag kept where the merge reads it, else flagged rows
+    dropped with it."""
+    if HARD_DELETE_FLAG not in arrow.column_names:
+        return arrow
+    if plan.operation is Operation.MERGE and plan.source is SourceShape.ROWS_WITH_FLAG:
+        return arrow
+    kept = arrow.filter(pc.invert(arrow[HARD_DELETE_FLAG]))
+    return kept.drop_columns([HARD_DELETE_FLAG])
+
+
+def _takes_staged_rows(plan: MergePlan) -> bool:
+    return plan.source in _STAGED_ROWS and not plan.needs_target_read

@@ -1,0 +1,117 @@
+"""Staging computes the batch from the source once, whatever the disposition and writer: every check
+and count comes out of that pass or out of the rows it produced (the issue's P1b). A load planned again
+after another writer changed the table's schema takes its batch from that pass too, never from the
+source again."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from airflow_provider_deltamerge import DuplicateKeyError, load, run_load
+from tests.helpers import read_rows
+
+ROWS = 40
+
+
+def counted_source(spark, ids, tag: str):
+    """A DataFrame whose every computed row adds one to an accumulator: how often the source ran."""
+    computed = spark.sparkContext.accumulator(0)
+
+    def seen(value):
+        computed.add(1)
+        return value
+
+    count_row = F.udf(seen, T.LongType())
+    rows = [{"id": n, "name": f"{tag}-{n}"} for n in ids]
+    return spark.createDataFrame(rows).withColumn("id", count_row(F.col("id"))), computed
+
+
+def load_into(spark, dataset, data, disposition, **options):
+    return run_load(
+        data,
+        spark=spark,
+        dataset=dataset,
+        table_name="items",
+        pipeline_name="pass",
+        write_disposition=disposition,
+        **options,
+    )
+
+
+CASES = {
+    "append": ({"disposition": "append"}, {}),
+    "replace": ({"disposition": "replace"}, {}),
+    "upsert": ({"disposition": "merge", "strategy": "upsert"}, {"primary_key": "id"}),
+    "upsert with hard deletes": (
+        {"disposition": "merge", "strategy": "upsert"},
+        {"primary_key": "id", "columns": {"gone": {"hard_delete": True}}},
+    ),
+    "insert-only": ({"disposition": "merge", "strategy": "insert-only"}, {"primary_key": "id"}),
+    "delete-insert": ({"disposition": "merge", "strategy": "delete-insert"}, {"primary_key": "id"}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("table_exists", [False, True], ids=["new table", "existing table"])
+def test_the_source_is_computed_once(spark, dataset, case, table_exists):
+    disposition, options = CASES[case]
+    if table_exists:
+        old = [{"id": n, "name": f"old-{n}", "gone": False} for n in range(10)]
+        load_into(spark, dataset, old, disposition, **options)
+    source, computed = counted_source(spark, range(5, 5 + ROWS), "new")
+    if "columns" in options:
+        source = source.withColumn("gone", F.col("id") == 7)
+
+    info = load_into(spark, dataset, source, disposition, **options)
+
+    assert computed.value == ROWS
+    assert info.metrics["rows_extracted"] == ROWS
+    loaded = {r["id"]: r["name"] for r in read_rows(f"{dataset}/items") if r["name"].startswith("new")}
+    assert loaded[5 + ROWS - 1] == f"new-{5 + ROWS - 1}"
+    kept_old = case == "insert-only" and table_exists  # insert-only leaves existing keys as they were
+    assert (7 in loaded) == ("columns" not in options and not kept_old)
+
+
+def test_duplicate_keys_among_hard_deletes_are_refused_in_a_new_table(spark, dataset):
+    rows = [
+        {"id": 1, "name": "a", "gone": True},
+        {"id": 1, "name": "b", "gone": True},
+        {"id": 2, "name": "c"},
+    ]
+    upsert = {"disposition": "merge", "strategy": "upsert"}
+    with pytest.raises(DuplicateKeyError, match="1"):
+        load_into(spark, dataset, rows, upsert, primary_key="id", columns={"gone": {"hard_delete": True}})
+
+
+def test_a_load_planned_again_on_a_changed_schema_takes_its_batch_from_the_one_pass(
+    spark, dataset, monkeypatch, caplog
+):
+    """Another load adds a column while this one is about to commit: this load's commit loses, it is
+    planned again on the new schema, and its rows land with the new column empty; the source ran once."""
+    upsert = {"disposition": "merge", "strategy": "upsert"}
+    load_into(spark, dataset, [{"id": n, "name": f"old-{n}"} for n in range(10)], upsert, primary_key="id")
+    source, computed = counted_source(spark, range(5, 5 + ROWS), "new")
+    interrupted = []
+
+    def another_load_first(step):
+        if step == "commit" and not interrupted:
+            interrupted.append(step)
+            widened = [{"id": 100, "name": "other", "score": 1.5}]
+            load_into(spark, dataset, widened, upsert, primary_key="id")
+
+    monkeypatch.setattr(load, "checkpoint", another_load_first)
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
+    info = load_into(spark, dataset, source, upsert, primary_key="id")
+
+    assert interrupted and computed.value == ROWS
+    planned_again = [r.getMessage() for r in caplog.records if "planning again" in r.getMessage()]
+    assert len(planned_again) == 1
+    rows = {r["id"]: r for r in read_rows(f"{dataset}/items")}
+    assert len(rows) == 5 + ROWS + 1
+    assert rows[6] == {"id": 6, "name": "new-6", "score": None}
+    assert rows[100] == {"id": 100, "name": "other", "score": 1.5}
+    assert info.metrics["numTargetRowsUpdated"] == 5 and info.metrics["numTargetRowsInserted"] == ROWS - 5
