@@ -70,11 +70,16 @@ def test_the_transfer_logs_its_progress_while_it_runs(spark, dataset, monkeypatc
 def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(spark, dataset, monkeypatch):
     first = load(spark, dataset, rows(range(10), "old"))
     monkeypatch.setattr(arrow_stream, "DRIVER_SHARE", 1e-9)
+    batch = spark.createDataFrame(rows(range(100), "new")).repartition(8)  # more batches than it reads
 
     with pytest.raises(BatchTooLargeError, match="spark.driver.memory="):
-        load(spark, dataset, rows(range(100), "new"))
+        load(spark, dataset, batch)
     assert DeltaTable(f"{dataset}/items").version() == first.table_version
     assert table_rows(dataset)[3] == ("old-3", 1.5)
+
+    monkeypatch.undo()  # the same batch, once the driver may take it, loads in the same session
+    again = load(spark, dataset, batch)
+    assert again.table_version == first.table_version + 1 and table_rows(dataset)[3] == ("new-3", 1.5)
 
 
 @pytest.mark.parametrize("in_memory_bytes", [0, 2**30], ids=["streamed", "whole"])
