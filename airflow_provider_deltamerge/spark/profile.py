@@ -72,22 +72,35 @@ def _profile(values: dict[str, Any]) -> Profile:
 # ---- the aggregates ----
 
 
+# Each aggregate is one SQL expression, parsed by Spark in one call, not built call by call from Python.
+
+
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
 def null_counts(df: DataFrame, columns: list[str]) -> list[Column]:
-    return [F.sum(F.col(f"`{c}`").isNull().cast("long")).alias(f"null:{c}") for c in columns]
+    return [F.expr(f"count_if({_quoted(c)} IS NULL)").alias(f"null:{c}") for c in columns]
 
 
 def date_columns(df: DataFrame) -> list[str]:
     return [f.name for f in df.schema.fields if isinstance(f.dataType, DATE_TYPES)]
 
 
+def _outside_storable_dates_sql(column: str) -> str:
+    low, high = STORABLE_DATES
+    as_date = f"to_date({_quoted(column)})"
+    return f"({as_date} < DATE'{low}' OR {as_date} > DATE'{high}')"
+
+
 def outside_storable_dates(column: str) -> Column:
-    low, high = (F.lit(bound).cast("date") for bound in STORABLE_DATES)
-    as_date = F.to_date(F.col(f"`{column}`"))
-    return (as_date < low) | (as_date > high)
+    return F.expr(_outside_storable_dates_sql(column))
 
 
 def unstorable_date_counts(df: DataFrame) -> list[Column]:
-    return [F.sum(outside_storable_dates(c).cast("long")).alias(f"dates:{c}") for c in date_columns(df)]
+    return [
+        F.expr(f"count_if({_outside_storable_dates_sql(c)})").alias(f"dates:{c}") for c in date_columns(df)
+    ]
 
 
 def ranged_columns(df: DataFrame, columns: tuple[str, ...]) -> list[str]:
@@ -100,10 +113,13 @@ def key_bounds(df: DataFrame, columns: list[str]) -> list[Column]:
     """min and max of each column; timestamps as microseconds since the epoch, free of any time zone."""
     aggregates = []
     for column in columns:
-        value = F.col(f"`{column}`")
+        value = _quoted(column)
         if isinstance(df.schema[column].dataType, T.TimestampType):
-            value = F.unix_micros(value)
-        aggregates += [F.min(value).alias(f"min:{column}"), F.max(value).alias(f"max:{column}")]
+            value = f"unix_micros({value})"
+        aggregates += [
+            F.expr(f"min({value})").alias(f"min:{column}"),
+            F.expr(f"max({value})").alias(f"max:{column}"),
+        ]
     return aggregates
 
 
@@ -112,8 +128,8 @@ def text_bytes(df: DataFrame) -> list[Column]:
     text = [f.name for f in df.schema.fields if isinstance(f.dataType, _TEXT_TYPES)]
     if not text:
         return []
-    lengths = (F.coalesce(F.octet_length(F.col(f"`{c}`")), F.lit(0)) for c in text)
-    return [F.sum(sum(lengths, F.lit(0))).alias("text")]
+    lengths = " + ".join(f"coalesce(octet_length({_quoted(c)}), 0)" for c in text)
+    return [F.expr(f"sum(CAST({lengths} AS BIGINT))").alias("text")]
 
 
 def key_ranges(df: DataFrame, profile: Profile, columns: list[str]) -> tuple[KeyRange, ...]:

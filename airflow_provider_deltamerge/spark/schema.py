@@ -60,6 +60,8 @@ def align_to_table(
     in the batch are added to the table unless they hold no type at all (all values null); `keep` names
     helper columns that pass through untouched.
     """
+    if _matches(df, table_schema):
+        return df  # the table's columns already, with its types, in its order: nothing to select
     batch_types = {f.name: f.dataType for f in df.schema.fields}
     selected = []
     table_columns = set()
@@ -69,6 +71,8 @@ def align_to_table(
         column = F.col(f"`{field.name}`")
         if batch_type is None or isinstance(batch_type, T.NullType):
             selected.append(F.lit(None).cast(field.dataType).alias(field.name))
+        elif batch_type == field.dataType:
+            selected.append(column)  # the table's type already: nothing to cast
         elif can_widen(batch_type, field.dataType):
             selected.append(column.cast(field.dataType).alias(field.name))
         else:
@@ -81,3 +85,12 @@ def align_to_table(
             continue
         selected.append(F.col(f"`{name}`"))
     return df.select(*selected)
+
+
+def _matches(df: DataFrame, table_schema: T.StructType | None) -> bool:
+    """Whether the batch starts with the table's columns, typed as the table types them, and has no
+    column without a type."""
+    fields = table_schema.fields if table_schema is not None else []
+    batch = [(f.name, f.dataType) for f in df.schema.fields]
+    table = [(f.name, f.dataType) for f in fields]
+    return batch[: len(table)] == table and not any(isinstance(t, T.NullType) for _, t in batch)
