@@ -8,8 +8,9 @@ Per size, interleaved (the order rotates each repetition, each run on a fresh co
 - dlt's Delta upsert of the same rows into its own table, when dlt is available (`--dlt-python`, or
   `--dlt-venv DIR`, created with pinned dlt when missing).
 Every result table is verified (row count, sampled updated, inserted and untouched rows). Printed: a
-table of median/min/max seconds, peak RSS of the process tree, files added/removed, and the P1-P6
-ratios with PASS/FAIL; `--out` writes it all as JSON.
+table of median/min/max seconds, peak RSS of the process tree, files added/removed, run_load's driver
+growth per size (measured once in a fresh process, memory_probe.py), and the P1-P6 ratios with
+PASS/FAIL; `--out` writes it all as JSON.
 
     python benchmarks/bench.py --quick
     python benchmarks/bench.py --dlt-venv .venv-dlt --out bench.json        # the full sizes
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
     spark = spark_session(args.driver_memory, args.delta_jars)
     work = Path(tempfile.mkdtemp(prefix="deltamerge-bench-"))
     try:
-        sides = Sides(spark, work, dlt_python(args))
+        sides = Sides(spark, work, dlt_python(args), args.driver_memory)
         results = [sides.run_size(size, args.repeat) for size in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)

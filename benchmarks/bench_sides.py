@@ -88,15 +88,42 @@ def spark_changes(spark, size: Size):
     return spark_rows(ids, changed=True)
 
 
+def with_system_columns(changes):
+    return changes.withColumn("_dlt_load_id", F.lit("floor")).withColumn(
+        "_dlt_id", short_hash(F.to_json(F.struct("id")))
+    )
+
+
+def floor_merge(changes, path: str) -> tuple[dict, int]:
+    """The embedded floor: the change set with its system columns, `toArrow()`, a hand-written delta-rs
+    upsert. (metrics, the batch's Arrow bytes)."""
+    with_system = with_system_columns(changes)
+    schema = arrow_schema(with_system)
+    data = pa.Table.from_batches(list(record_batches(with_system, schema)), schema=schema)  # toArrow()
+    metrics = (
+        DeltaTable(path)
+        .merge(data, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    return metrics, data.nbytes
+
+
 # ---- measuring ----
 
 
 class PeakRss:
-    """Peak RSS of this process and of its whole tree (the Spark JVM is a child), sampled every 20 ms."""
+    """Peak RSS of this process and of its whole tree (the Spark JVM is a child), sampled every 50 ms.
+
+    The tree is listed once a second, not at every sample: listing it scans every process on the machine,
+    which would slow the run being timed (dlt's side, in its own process, has no sampler at all).
+    """
+
+    SAMPLE_SECONDS, LIST_SECONDS = 0.05, 1.0
 
     def __init__(self):
         self.me = psutil.Process()
-        self.base_self = self.me.memory_info().rss
         self.peak_self = self.peak_tree = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -110,14 +137,18 @@ class PeakRss:
         self._thread.join()
 
     def _sample(self):
+        children, listed = [], 0.0
         while not self._stop.is_set():
             try:
+                if time.monotonic() - listed >= self.LIST_SECONDS:
+                    children, listed = self.me.children(recursive=True), time.monotonic()
                 mine = self.me.memory_info().rss
-                tree = mine + sum(c.memory_info().rss for c in self.me.children(recursive=True))
+                tree = mine + sum(c.memory_info().rss for c in children)
             except psutil.Error:
+                listed = 0.0  # a child ended: list again
                 continue
             self.peak_self, self.peak_tree = max(self.peak_self, mine), max(self.peak_tree, tree)
-            time.sleep(0.02)
+            self._stop.wait(self.SAMPLE_SECONDS)
 
 
 def verify(path: str, size: Size) -> bool:
@@ -152,8 +183,9 @@ def summary(seconds: list[float]) -> dict:
 
 
 class Sides:
-    def __init__(self, spark, work: Path, dlt_python: str | None):
+    def __init__(self, spark, work: Path, dlt_python: str | None, driver_memory: str = "4g"):
         self.spark, self.work, self.dlt_python = spark, work, dlt_python
+        self.driver_memory = driver_memory
         self.delta_spark = delta_spark_status(spark)[0]
 
     def available(self) -> list[str]:
@@ -185,6 +217,7 @@ class Sides:
             for name in order:
                 runs[name].append(self._one(name, size, base, repetition))
         sides = {name: {**summary([r["seconds"] for r in rs]), "last": rs[-1]} for name, rs in runs.items()}
+        memory = self._driver_memory(size, base)
         return {
             "size": size.label,
             "target_rows": size.target_rows,
@@ -195,7 +228,26 @@ class Sides:
             "target_files": len(DeltaTable(str(base)).file_uris()),
             "sides": sides,
             "verified": all(r["verified"] for rs in runs.values() for r in rs),
+            "driver_memory": memory,
         }
+
+    def _driver_memory(self, size: Size, base: Path) -> dict:
+        """The driver growth of run_load and of the floor, each measured once in a fresh process on a
+        fresh copy of the target (memory_probe.py)."""
+        return {
+            "driver_growth": self._probe(size, base)["driver_growth"],
+            "floor_growth": self._probe(size, base, "floor")["driver_growth"],
+        }
+
+    def _probe(self, size: Size, base: Path, *side: str) -> dict:
+        copy = self.work / "memory" / "items"
+        shutil.rmtree(copy.parent, ignore_errors=True)
+        shutil.copytree(base.parent, copy.parent)
+        probe = [sys.executable, str(Path(__file__).with_name("memory_probe.py")), str(copy.parent)]
+        probe += [str(size.target_rows), str(size.changed_rows), size.kind, self.driver_memory, *side]
+        done = subprocess.run(probe, check=True, capture_output=True, text=True)
+        shutil.rmtree(copy.parent, ignore_errors=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
 
     def _one(self, name: str, size: Size, base: Path, repetition: int) -> dict:
         copy = self.work / f"{name.replace(' ', '-')}-{repetition}" / "items"
@@ -210,7 +262,6 @@ class Sides:
         result = {
             "seconds": seconds,
             "peak_rss_tree": rss.peak_tree,
-            "driver_growth": rss.peak_self - rss.base_self,
             "files_added": metrics.get("numTargetFilesAdded", metrics.get("num_target_files_added")),
             "files_removed": metrics.get("numTargetFilesRemoved", metrics.get("num_target_files_removed")),
             "arrow_bytes": arrow_bytes,
@@ -233,9 +284,7 @@ class Sides:
                 backend=name.split()[-1],
             )
             return info.metrics, None
-        with_system = changes.withColumn("_dlt_load_id", F.lit("floor")).withColumn(
-            "_dlt_id", short_hash(F.to_json(F.struct("id")))
-        )
+        with_system = with_system_columns(changes)
         if name == "spark merge":
             from delta.tables import DeltaTable as SparkDeltaTable
 
@@ -248,16 +297,7 @@ class Sides:
                 .execute()
             )
             return {}, None
-        schema = arrow_schema(with_system)
-        data = pa.Table.from_batches(list(record_batches(with_system, schema)), schema=schema)  # toArrow()
-        metrics = (
-            DeltaTable(path)
-            .merge(data, "t.id = s.id", source_alias="s", target_alias="t")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute()
-        )
-        return metrics, data.nbytes
+        return floor_merge(changes, path)
 
     def _dlt(self, size: Size, work: Path) -> dict:
         command = [
