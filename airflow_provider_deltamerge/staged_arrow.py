@@ -9,6 +9,9 @@ check runs on those aggregates or on the Arrow data, still before anything is co
 
 Used when all of these hold, else staging materialises in Spark as before:
 - the writer takes Arrow, and the session observes aggregates in a pass (classic Spark, PySpark 4);
+- Spark's own estimate of the batch is known and at most COLLECT_ESTIMATE_BYTES: the collection
+  receives each partition whole in the driver's JVM, so a large batch (whose partitions may be large)
+  takes the materialised path, whose transfer is sized from the batch's measured size;
 - the plan's source is the staged rows (append, replace, upsert, insert-only, any load into a new
   table), not rows Spark derives from them and the target (delete-insert, scd2);
 - the batch makes no child tables and the table has none.
@@ -32,12 +35,14 @@ from .delta.arrow_stream import collected
 from .nested_load import plan_without_child_tables
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
 from .spark.nested import root_rows
-from .spark.profile import observes_in_pass
+from .spark.profile import estimated_bytes, observes_in_pass
 from .spark.schema import align_to_table
 from .spark.stage import StagedBatch
 from .spec.request import LoadRequest
 
 log = logging.getLogger(__name__)
+
+COLLECT_ESTIMATE_BYTES = 64 * 2**20  # Spark's estimates undercount text several-fold: well below 256 MiB
 
 _STAGED_ROWS = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG)
 
@@ -59,7 +64,7 @@ def staging_collection(spark, writer, request: LoadRequest, batch, table, replac
         replace_where=replace_where,
     )
     nested = plan_without_child_tables(request, batch) if _takes_staged_rows(plan) else None
-    if nested is None:
+    if nested is None or not _small_by_estimate(batch, request.table_path):
         return None
     schema = table.schema if table is not None else None
 
@@ -102,6 +107,15 @@ def source_rows(arrow: pa.Table, plan: MergePlan) -> pa.Table:
         return arrow
     kept = arrow.filter(pc.invert(arrow[HARD_DELETE_FLAG]))
     return kept.drop_columns([HARD_DELETE_FLAG])
+
+
+def _small_by_estimate(batch, table: str) -> bool:
+    estimate = estimated_bytes(batch)
+    small = estimate is not None and estimate <= COLLECT_ESTIMATE_BYTES
+    shown = "unknown" if estimate is None else f"{estimate / 2**20:,.1f} MiB"
+    how = "collected to the driver by staging's pass" if small else "materialised in Spark first"
+    log.info("batch for %s: Spark estimates its size as %s: %s", table, shown, how)
+    return small
 
 
 def _takes_staged_rows(plan: MergePlan) -> bool:

@@ -43,6 +43,17 @@ def observes_in_pass(df: DataFrame) -> bool:
     return _OBSERVE_SUPPORTED and not type(df).__module__.startswith("pyspark.sql.connect")
 
 
+def estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's own estimate of the DataFrame's size (its optimizer's statistics); None where Spark has none
+    (sources of unknown size, such as RDDs) or the session is not classic."""
+    try:
+        estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # Spark Connect, or a plan Spark cannot size
+        return None
+    unknown = int(df.sparkSession.conf.get("spark.sql.defaultSizeInBytes", str(2**63 - 1)))
+    return None if estimate >= unknown else estimate
+
+
 def with_observed(df: DataFrame, aggregates: list[Column]):
     """(df carrying the aggregates as observed metrics, a function returning them after an action)."""
     from pyspark.sql import Observation

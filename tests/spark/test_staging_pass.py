@@ -11,14 +11,15 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from airflow_provider_deltamerge import DuplicateKeyError, load, run_load
+from airflow_provider_deltamerge import DuplicateKeyError, load, run_load, staged_arrow
 from tests.helpers import read_rows
 
 ROWS = 40
 
 
-def counted_source(spark, ids, tag: str):
-    """A DataFrame whose every computed row adds one to an accumulator: how often the source ran."""
+def counted_source(spark, ids: range, tag: str):
+    """A DataFrame whose every computed row adds one to an accumulator: how often the source ran. Built
+    from spark.range, so that Spark knows its size."""
     computed = spark.sparkContext.accumulator(0)
 
     def seen(value):
@@ -26,8 +27,11 @@ def counted_source(spark, ids, tag: str):
         return value
 
     count_row = F.udf(seen, T.LongType())
-    rows = [{"id": n, "name": f"{tag}-{n}"} for n in ids]
-    return spark.createDataFrame(rows).withColumn("id", count_row(F.col("id"))), computed
+    rows = spark.range(ids.start, ids.stop).select(
+        count_row(F.col("id")).alias("id"),
+        F.concat(F.lit(f"{tag}-"), F.col("id").cast("string")).alias("name"),
+    )
+    return rows, computed
 
 
 def load_into(spark, dataset, data, disposition, **options):
@@ -55,9 +59,18 @@ CASES = {
 }
 
 
+@pytest.fixture(params=["collected", "materialised"])
+def staging_route(request, monkeypatch):
+    """Both ways staging's pass may go (staged_arrow.py): the batch collected to the driver where the
+    writer takes Arrow, or materialised in Spark (what a batch Spark estimates as large takes)."""
+    if request.param == "materialised":
+        monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
+    return request.param
+
+
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("table_exists", [False, True], ids=["new table", "existing table"])
-def test_the_source_is_computed_once(spark, dataset, case, table_exists):
+def test_the_source_is_computed_once(spark, dataset, case, table_exists, staging_route):
     disposition, options = CASES[case]
     if table_exists:
         old = [{"id": n, "name": f"old-{n}", "gone": False} for n in range(10)]
