@@ -70,7 +70,9 @@ def test_the_transfer_logs_its_progress_while_it_runs(spark, dataset, monkeypatc
 def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(spark, dataset, monkeypatch):
     first = load(spark, dataset, rows(range(10), "old"))
     monkeypatch.setattr(arrow_stream, "DRIVER_SHARE", 1e-9)
-    new = spark.range(100).selectExpr("id", "concat('new-', id) AS name", "CAST(id * 0.5 AS DOUBLE) AS amount")
+    new = spark.range(100).selectExpr(
+        "id", "concat('new-', id) AS name", "CAST(id * 0.5 AS DOUBLE) AS amount"
+    )
     batch = new.repartition(8)  # of a size Spark knows, so staging collects it; more batches than it reads
 
     with pytest.raises(BatchTooLargeError, match="spark.driver.memory="):
