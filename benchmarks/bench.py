@@ -52,6 +52,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dlt-venv", help="a virtualenv for dlt, created (pinned) when missing")
     parser.add_argument("--delta-jars", help="local Delta jars (comma-separated): adds the Spark sides")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument(
+        "--memory-probe",
+        choices=("every", "largest"),
+        default="every",
+        help="measure driver growth for every size, or only the one with the largest change set",
+    )
     parser.add_argument("--out", help="write the results as JSON here")
     return parser.parse_args(argv)
 
@@ -62,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
     spark = spark_session(args.driver_memory, args.delta_jars)
     work = Path(tempfile.mkdtemp(prefix="deltamerge-bench-"))
     try:
-        sides = Sides(spark, work, dlt_python(args), args.driver_memory)
+        sides = Sides(spark, work, dlt_python(args), args.driver_memory, probed(args.memory_probe, sizes))
         results = [sides.run_size(size, args.repeat) for size in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -71,6 +77,12 @@ def main(argv: list[str] | None = None) -> dict:
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2, default=str))
     return report
+
+
+def probed(choice: str, sizes: list[Size]):
+    """Which sizes get their driver growth measured."""
+    largest = max(sizes, key=lambda s: (s.changed_rows, s.target_rows))
+    return (lambda size: True) if choice == "every" else (lambda size: size == largest)
 
 
 def dlt_python(args: argparse.Namespace) -> str | None:

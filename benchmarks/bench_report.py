@@ -89,19 +89,15 @@ def ratios(sizes: list[dict]) -> list[dict]:
                 f"of {clustered['target_files']} files",
             )
         )
-    worst = max(sizes, key=_growth_per_batch_byte, default=None)
-    if worst and _growth_per_batch_byte(worst) is not None:
+    probed = [s for s in sizes if _growth_per_batch_byte(s) is not None]
+    worst = max(probed, key=_growth_per_batch_byte, default=None)
+    value, note = None, "no size measured (memory_probe.py)"
+    if worst is not None:
         batch = worst["sides"][FLOOR]["last"]["arrow_bytes"]
         growth = worst["driver_memory"]["driver_growth"]
-        checks.append(
-            _check(
-                "P4 driver peak growth / batch Arrow size",
-                "<=",
-                2,
-                growth / batch,
-                f"worst size {worst['size']}: +{growth / MIB:,.0f} MiB for a {batch / MIB:,.0f} MiB batch",
-            )
-        )
+        value = growth / batch
+        note = f"worst size {worst['size']}: +{growth / MIB:,.0f} MiB for a {batch / MIB:,.0f} MiB batch"
+    checks.append(_check("P4 driver peak growth / batch Arrow size", "<=", 2, value, note))
     pair = _doubling_pair(sizes)
     if pair:
         small, large = pair

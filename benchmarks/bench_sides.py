@@ -183,9 +183,12 @@ def summary(seconds: list[float]) -> dict:
 
 
 class Sides:
-    def __init__(self, spark, work: Path, dlt_python: str | None, driver_memory: str = "4g"):
+    def __init__(
+        self, spark, work: Path, dlt_python: str | None, driver_memory: str = "4g", probed=lambda size: True
+    ):
         self.spark, self.work, self.dlt_python = spark, work, dlt_python
         self.driver_memory = driver_memory
+        self.probed = probed  # which sizes get their driver growth measured (two fresh processes each)
         self.delta_spark = delta_spark_status(spark)[0]
 
     def available(self) -> list[str]:
@@ -217,7 +220,7 @@ class Sides:
             for name in order:
                 runs[name].append(self._one(name, size, base, repetition))
         sides = {name: {**summary([r["seconds"] for r in rs]), "last": rs[-1]} for name, rs in runs.items()}
-        memory = self._driver_memory(size, base)
+        memory = self._driver_memory(size, base) if self.probed(size) else None
         return {
             "size": size.label,
             "target_rows": size.target_rows,
