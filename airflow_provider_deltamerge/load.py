@@ -239,7 +239,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     )
     checkpoint("commit")
     result = writer.commit(spark, request.table_path, table, plan, source, commit)
-    if result.already_applied:  # this load id committed already: see _applied_by_another
+    if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
         return earlier_loads.applied_by_another(request, writer, load_id, stream)
     checkpoint("after_commit")
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))

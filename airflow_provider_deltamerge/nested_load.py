@@ -63,23 +63,25 @@ class NestedBatch:
     staged_roots: DataFrame  # the staged root rows, hard-deleted ones included
 
 
+def _planned(request: LoadRequest, batch: DataFrame) -> tuple[NestedPlan, tuple[str, ...]]:
+    """The batch's nested plan, and the child tables the table already has."""
+    normalize = naming_convention(request.naming)
+    plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    return plan, existing_child_tables(request.dataset, request.table, request.store_options)
+
+
 def plan_without_child_tables(request: LoadRequest, batch: DataFrame) -> NestedPlan | None:
     """The nested plan of a batch that makes no child tables, into a table that has none (deeper arrays
     kept as JSON text: `root_rows`); None where the load involves child tables."""
-    normalize = naming_convention(request.naming)
-    plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
-    if plan.tables or existing_child_tables(request.dataset, request.table, request.store_options):
-        return None
-    return plan
+    plan, existing = _planned(request, batch)
+    return None if plan.tables or existing else plan
 
 
 def split_nested(
     spark, writer, request: LoadRequest, staged, load_id: str, replace_where=None, root_exists: bool = False
 ):
     """The staged root batch without its child-table arrays, and its child tables (None without any)."""
-    normalize = naming_convention(request.naming)
-    plan = plan_nested(request.table, column_shapes(staged.df), normalize, request.max_table_nesting)
-    existing = existing_child_tables(request.dataset, request.table, request.store_options)
+    plan, existing = _planned(request, staged.df)
     if not plan.tables and not existing:
         return dataclasses.replace(staged, df=root_rows(staged.df, plan)), None
     new = _new_tables_allowed(request, plan, existing) if root_exists else ()
