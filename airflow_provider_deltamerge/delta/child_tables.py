@@ -6,20 +6,19 @@ of its own named `<table>__archive`, and that table's child tables, are left alo
 
 from __future__ import annotations
 
-import logging
-
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.fs import DeltaStorageHandler
 
 from ..plan.nested import PARENT_ID, SEPARATOR, is_child_table_of
 from ..spec.naming import table_path
-
-log = logging.getLogger(__name__)
+from .storage import unreadable_store
 
 
 def existing_child_tables(dataset: str, root: str, storage_options: dict | None = None) -> tuple[str, ...]:
     """The names of `root`'s child tables (any depth) in `dataset`, sorted."""
-    folders = _folders(dataset)
+    folders = _folders(dataset, storage_options)
     candidates = sorted((n for n in folders if is_child_table_of(root, n)), key=len)
     tables = {n for n in candidates if DeltaTable.is_deltatable(table_path(dataset, n), storage_options)}
     children: list[str] = []
@@ -34,17 +33,17 @@ def existing_child_tables(dataset: str, root: str, storage_options: dict | None 
     return tuple(sorted(children))
 
 
-def _folders(dataset: str) -> list[str]:
+def _folders(dataset: str, storage_options: dict | None) -> list[str]:
+    """The folders directly in `dataset`, listed by delta-rs with the options its tables are read with
+    (an object store's endpoint and credentials). A store that cannot be listed is refused: guessing
+    "no child tables" would leave the children of merged rows stale."""
     try:
-        filesystem, base = pafs.FileSystem.from_uri(dataset if "://" in dataset else f"file://{dataset}")
-        entries = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
-    except (OSError, ValueError) as exc:  # pyarrow cannot list this store: only the batch's tables count
-        log.warning(
-            "cannot list the tables of %s (%s); child tables without rows in this batch are left as they are",
-            dataset,
-            exc,
-        )
+        filesystem = pafs.PyFileSystem(DeltaStorageHandler(dataset, storage_options))
+        entries = filesystem.get_file_info(pafs.FileSelector("", allow_not_found=True))
+    except TableNotFoundError:  # a local dataset folder that does not exist yet
         return []
+    except (OSError, DeltaError) as exc:
+        raise unreadable_store(dataset, exc, storage_options) from exc
     return [e.base_name for e in entries if e.type == pafs.FileType.Directory]
 
 

@@ -22,6 +22,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
+from ..spec.storage import store_of
 from . import unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .writer import (
@@ -137,10 +138,12 @@ class DeltaRsWriter:
         return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema), partitions)
 
     def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
-        """The snapshot's columns in Spark: its parquet files where that is exact, else read via delta-rs."""
+        """The snapshot's columns in Spark: its local parquet files where that is exact, else read via
+        delta-rs, which holds the store's credentials (Spark reads an object store only where its session
+        has the store's Hadoop file system)."""
         schema = snapshot.schema
         wanted = type(schema)([schema[c] for c in columns])
-        if _plain_parquet_readable(snapshot.table):
+        if store_of(snapshot.table.table_uri) is None and _plain_parquet_readable(snapshot.table):
             files = snapshot.table.file_uris()
             if not files:
                 return spark.createDataFrame([], wanted)

@@ -12,6 +12,7 @@ from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import Incremental, StoreError, run_load
 from airflow_provider_deltamerge.delta import store
+from airflow_provider_deltamerge.delta.child_tables import existing_child_tables
 
 pytestmark = pytest.mark.spark
 
@@ -93,6 +94,35 @@ def test_incremental_state_is_kept_in_the_store(spark, lake):
     assert [r["id"] for r in table_rows(lake)] == list(range(6))
     state = store.latest_state(dataset, "shop", TABLE, storage_options=options)
     assert state["incremental"]["at"]["last_value"].startswith("2024-05-01T05:00:00")
+
+
+def test_a_merge_processes_the_child_tables_already_in_the_store(spark, lake):
+    """WD-7 on an object store: the second batch has no `items` column, and the order it updates still
+    loses its items, because the child table is found by listing the store with the dataset's options."""
+    dataset, options = lake
+    upsert = {"write_disposition": {"disposition": "merge", "strategy": "upsert"}, "primary_key": "id"}
+    first = [
+        {**orders([1])[0], "items": [{"sku": "a"}, {"sku": "b"}]},
+        {**orders([2])[0], "items": [{"sku": "c"}]},
+    ]
+    load(spark, lake, first, **upsert)
+    info = load(spark, lake, orders([1], "paid"), **upsert)
+
+    items = DeltaTable(f"{dataset}/{TABLE}__items", storage_options=options).to_pyarrow_table()
+    assert sorted(items["sku"].to_pylist()) == ["c"]
+    assert info.metrics["tables"][f"{TABLE}__items"]["numTargetRowsDeleted"] == 2
+    assert table_rows(lake) == [{"id": 1, "status": "paid"}, {"id": 2, "status": "new"}]
+
+
+def test_a_store_that_cannot_be_listed_is_refused_without_the_secret(lake):
+    dataset, options = lake
+    secret = "AWS_SECRET_ACCESS_KEY" if "AWS_SECRET_ACCESS_KEY" in options else "azure_storage_account_key"
+    wrong = "d3JvbmctYnV0LWxvbmctZW5vdWdoLXRvLWxvb2stcmVhbA=="
+    with pytest.raises(StoreError) as refused:
+        existing_child_tables(dataset, TABLE, {**options, secret: wrong})
+    message = str(refused.value)
+    assert dataset in message and "could not be read from its object store" in message
+    assert wrong not in message and wrong not in repr(refused.value)
 
 
 def test_a_wrong_credential_is_refused_naming_the_dataset_without_the_secret(spark, lake):
