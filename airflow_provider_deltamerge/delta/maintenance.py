@@ -231,7 +231,7 @@ def _open_table(path: str, backend: str, spark: Any, storage_options: Mapping[st
             raise ConfigError("backend", "'delta-spark' runs Delta's commands in a Spark session: pass spark")
         return _DeltaRsTable(path, storage_options)
     if select_writer(backend, spark).name == "delta-spark":
-        return _DeltaSparkTable(path, spark)
+        return _DeltaSparkTable(path, spark, storage_options)
     return _DeltaRsTable(path, storage_options)
 
 
@@ -295,7 +295,7 @@ class _DeltaSparkTable:
 
     writer = "delta-spark"
 
-    def __init__(self, path: str, spark: Any) -> None:
+    def __init__(self, path: str, spark: Any, storage_options: Mapping[str, str] | None = None) -> None:
         from delta.tables import DeltaTable
 
         from .delta_spark import _delta_conflicts
@@ -303,6 +303,7 @@ class _DeltaSparkTable:
         if not DeltaTable.isDeltaTable(spark, path):
             raise _missing(path)
         self.path, self.spark, self.conflicts = path, spark, _delta_conflicts()
+        self._storage_options = dict(storage_options or {}) or None  # the checkpoint is written by delta-rs
         self._table = DeltaTable.forPath(spark, path)
         detail = self._table.detail().select("properties", "partitionColumns").first()
         self._properties, self._partitions = (
@@ -342,6 +343,6 @@ class _DeltaSparkTable:
     def checkpoint(self) -> int:
         from deltalake import DeltaTable
 
-        table = DeltaTable(self.path)
+        table = DeltaTable(self.path, storage_options=self._storage_options)
         table.create_checkpoint()
         return table.version()
