@@ -39,6 +39,8 @@ def airflow_env(home: Path, demo_dir: Path, port: int) -> dict[str, str]:
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__EXECUTOR="LocalExecutor",
         AIRFLOW__CORE__PARALLELISM="2",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS="tests.e2e.sqlite_connect.CONNECT_ARGS",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC="tests.e2e.sqlite_connect.CONNECT_ARGS",
         AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="False",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True",
         AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{port}/execution/",
