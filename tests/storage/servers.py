@@ -194,10 +194,14 @@ def start_azurite(command: str, folder: Path) -> tuple[subprocess.Popen, AzureSe
     return process, AzureServer(f"http://127.0.0.1:{port}/{AZURE_ACCOUNT}")
 
 
+STOP_GRACE_SECONDS = 5  # Azurite, asked to stop, waits for its clients' idle keep-alive connections
+
+
 def stop(process: subprocess.Popen) -> None:
+    """Ask the server to stop; kill it if it has not after a few seconds (its data is the test's own)."""
     process.terminate()
     try:
-        process.wait(timeout=30)
+        process.wait(timeout=STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
