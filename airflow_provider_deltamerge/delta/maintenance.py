@@ -341,8 +341,4 @@ class _DeltaSparkTable:
         return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0)) if row is not None else 0
 
     def checkpoint(self) -> int:
-        from deltalake import DeltaTable
-
-        table = DeltaTable(self.path, storage_options=self._storage_options)
-        table.create_checkpoint()
-        return table.version()
+        return _DeltaRsTable(self.path, self._storage_options).checkpoint()
