@@ -106,7 +106,8 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     if finished is not None:
         return finished
     table = writer.snapshot(spark, request.table_path)
-    load_id = request.load_id or nested_load.interrupted_load_id(request, stored, writer)
+    child_tables = nested_load.child_tables_on_storage(request)
+    load_id = request.load_id or nested_load.interrupted_load_id(request, stored, writer, child_tables)
     load_id = load_id or new_load_id(after=stored.newest_load_id())
     opened = open_load_window(request, table, _cursor_state(request, stored, commits))
     replaces_window = replace_where_for(request, opened.window if opened else None) is not None
@@ -119,9 +120,10 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
-    staged = _stage(spark, writer, request, batch, table, load_id, replace_where_for(request, window))
+    replace_where = replace_where_for(request, window)
+    staged = _stage(spark, writer, request, batch, table, child_tables, load_id, replace_where)
     staged, nested = nested_load.split_nested(
-        spark, writer, request, staged, load_id, replace_where_for(request, window), table is not None
+        spark, writer, request, staged, child_tables, load_id, replace_where, table is not None
     )
     steps.step(
         "stage",
@@ -291,10 +293,12 @@ def _extract(spark, data, request: LoadRequest, window):
     return frames.rename_columns(frames.with_input_order(df), normalize)
 
 
-def _stage(spark, writer, request: LoadRequest, batch, table, load_id: str, replace_where):
+def _stage(spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where):
     """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
     commit takes the staged rows (staged_arrow.py), else materialised in Spark."""
-    collect = staged_arrow.staging_collection(spark, writer, request, batch, table, replace_where)
+    collect = staged_arrow.staging_collection(
+        spark, writer, request, batch, table, replace_where, child_tables
+    )
     if collect is None:
         return stage_batch(batch, request.disposition, request.hints, load_id)
     staged = stage_batch(batch, request.disposition, request.hints, load_id, collect)

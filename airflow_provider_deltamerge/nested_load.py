@@ -63,25 +63,39 @@ class NestedBatch:
     staged_roots: DataFrame  # the staged root rows, hard-deleted ones included
 
 
-def _planned(request: LoadRequest, batch: DataFrame) -> tuple[NestedPlan, tuple[str, ...]]:
-    """The batch's nested plan, and the child tables the table already has."""
+def child_tables_on_storage(request: LoadRequest) -> tuple[str, ...]:
+    """The child tables the load's table already has, listed once per load (on an object store, a
+    listing is a request, and a table open per candidate) and passed to the steps below."""
+    return existing_child_tables(request.dataset, request.table, request.store_options)
+
+
+def _planned(request: LoadRequest, batch: DataFrame) -> NestedPlan:
     normalize = naming_convention(request.naming)
-    plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
-    return plan, existing_child_tables(request.dataset, request.table, request.store_options)
+    return plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
 
 
-def plan_without_child_tables(request: LoadRequest, batch: DataFrame) -> NestedPlan | None:
-    """The nested plan of a batch that makes no child tables, into a table that has none (deeper arrays
-    kept as JSON text: `root_rows`); None where the load involves child tables."""
-    plan, existing = _planned(request, batch)
+def plan_without_child_tables(
+    request: LoadRequest, batch: DataFrame, existing: tuple[str, ...]
+) -> NestedPlan | None:
+    """The nested plan of a batch that makes no child tables, into a table that has none (`existing`;
+    deeper arrays kept as JSON text: `root_rows`); None where the load involves child tables."""
+    plan = _planned(request, batch)
     return None if plan.tables or existing else plan
 
 
 def split_nested(
-    spark, writer, request: LoadRequest, staged, load_id: str, replace_where=None, root_exists: bool = False
+    spark,
+    writer,
+    request: LoadRequest,
+    staged,
+    existing: tuple[str, ...],
+    load_id: str,
+    replace_where=None,
+    root_exists: bool = False,
 ):
-    """The staged root batch without its child-table arrays, and its child tables (None without any)."""
-    plan, existing = _planned(request, staged.df)
+    """The staged root batch without its child-table arrays, and its child tables (None without any):
+    the batch's and those the table already has (`existing`)."""
+    plan = _planned(request, staged.df)
     if not plan.tables and not existing:
         return dataclasses.replace(staged, df=root_rows(staged.df, plan)), None
     new = _new_tables_allowed(request, plan, existing) if root_exists else ()
@@ -285,14 +299,17 @@ def _child_batch(spark, writer, snapshot, mode: str, rows: DataFrame, roots) -> 
     )
 
 
-def interrupted_load_id(request: LoadRequest, stored: StoreSnapshot, writer) -> str | None:
-    """The load id of an earlier attempt of this Airflow run that committed child tables but not the root
-    table (it stopped in between): this attempt finishes that load instead of starting another."""
+def interrupted_load_id(
+    request: LoadRequest, stored: StoreSnapshot, writer, existing: tuple[str, ...]
+) -> str | None:
+    """The load id of an earlier attempt of this Airflow run that committed child tables (of `existing`)
+    but not the root table (it stopped in between): this attempt finishes that load instead of starting
+    another."""
     if not request.run.in_airflow:
         return None
     recorded = {r["load_id"] for r in stored.loads}
     found = []
-    for name in existing_child_tables(request.dataset, request.table, request.store_options):
+    for name in existing:
         for commit in writer.history(table_path(request.dataset, name), HISTORY_DEPTH):
             meta = commit.metadata
             if (

@@ -47,10 +47,12 @@ COLLECT_ESTIMATE_BYTES = 64 * 2**20  # Spark's estimates undercount text several
 _STAGED_ROWS = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG)
 
 
-def staging_collection(spark, writer, request: LoadRequest, batch, table, replace_where) -> Callable | None:
+def staging_collection(
+    spark, writer, request: LoadRequest, batch, table, replace_where, child_tables: tuple[str, ...]
+) -> Callable | None:
     """The collection staging runs as its pass: the staged DataFrame as the root table's rows, aligned
-    to `table` (a snapshot, or None for a new table), as one Arrow table on the driver. None where
-    staging materialises in Spark instead (see the module's conditions)."""
+    to `table` (a snapshot, or None for a new table; `child_tables` are those it has), as one Arrow
+    table on the driver. None where staging materialises in Spark instead (see the module's conditions)."""
     if not getattr(writer, "takes_arrow", False) or not observes_in_pass(batch):
         return None
     if request.disposition.scd2 is not None:
@@ -63,7 +65,7 @@ def staging_collection(spark, writer, request: LoadRequest, batch, table, replac
         hard_delete=bool(request.hints.hard_delete),
         replace_where=replace_where,
     )
-    nested = plan_without_child_tables(request, batch) if _takes_staged_rows(plan) else None
+    nested = plan_without_child_tables(request, batch, child_tables) if _takes_staged_rows(plan) else None
     if nested is None or not _small_by_estimate(batch, request.table_path):
         return None
     schema = table.schema if table is not None else None
