@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-import random
-import time
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -23,14 +21,13 @@ from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
 from ..spec.storage import store_of
-from . import unique_keys
+from . import rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .writer import (
     USER_METADATA,
     CommitRequest,
     CommitResult,
     LoggedCommit,
-    commit_metadata,
     logged_commit,
     merge_metrics,
     properties_commit_metadata,
@@ -41,10 +38,6 @@ log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
 TARGET_FILE_BYTES = 16 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
 TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
-
-APPLIED_SEARCH_DEPTH = 50  # commits searched for a load id whose txn version the table has recorded
-_HISTORY_READ_ATTEMPTS = 10
-_HISTORY_READ_PAUSE_SECONDS = 0.05  # the longest pause after the first unsteady read; it grows with each
 
 
 class DataFusionDialect:
@@ -158,7 +151,7 @@ class DeltaRsWriter:
     def commit(
         self, spark, path: str, snapshot, plan: MergePlan, source, request: CommitRequest
     ) -> CommitResult:
-        if snapshot is not None and _already_applied(snapshot.table, request, self.storage_options):
+        if snapshot is not None and rs_history.already_applied(snapshot.table, request, self.storage_options):
             return CommitResult(snapshot.version, {}, already_applied=True)
         properties = CommitProperties(
             custom_metadata={USER_METADATA: request.user_metadata()},
@@ -202,7 +195,7 @@ class DeltaRsWriter:
         metrics = merge_metrics(transfer.run(merger.execute))
         if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
             self._empty_commit(snapshot.table, properties)
-        landed = _landed_commit(snapshot.table, snapshot.version, request.load_id)
+        landed = rs_history.landed_commit(snapshot.table, snapshot.version, request.load_id)
         return CommitResult(int(landed["version"]), metrics)
 
     def _write(
@@ -240,7 +233,8 @@ class DeltaRsWriter:
         table = (
             snapshot.table if snapshot is not None else DeltaTable(path, storage_options=self.storage_options)
         )
-        landed = _landed_commit(table, snapshot.version if snapshot is not None else -1, request.load_id)
+        read_version = snapshot.version if snapshot is not None else -1
+        landed = rs_history.landed_commit(table, read_version, request.load_id)
         return CommitResult(int(landed["version"]), write_commit_metrics(landed, rows_deleted=rows_deleted))
 
     @staticmethod
@@ -253,7 +247,7 @@ class DeltaRsWriter:
             table = DeltaTable(path, storage_options=self.storage_options)
         except TableNotFoundError:
             return []
-        return [logged_commit(e) for e in _history(table, limit)]
+        return [logged_commit(e) for e in rs_history.history(table, limit)]
 
     def table_properties(self, spark, snapshot: DeltaRsSnapshot) -> dict[str, str]:
         return snapshot.properties
@@ -310,50 +304,6 @@ def _adds_columns(source: pa.Schema, snapshot: DeltaRsSnapshot, plan: MergePlan)
     return bool(new)
 
 
-def _history(table: DeltaTable, limit: int | None = None, after: int = -1) -> list[dict]:
-    """The table's commits newer than version `after`, newest first, at most `limit` of them.
-
-    delta-rs reads the commits from the log as it is now but numbers them from the version the table
-    object holds, so the table is brought up to date before the read and checked after it: a commit
-    landing in between would shift every number. Concurrent loads commit in bursts, so an unsteady read is
-    tried again after a short random pause, which outlasts a burst.
-    """
-    for attempt in range(1, _HISTORY_READ_ATTEMPTS + 1):
-        table.update_incremental()
-        latest = table.version()
-        count = latest - after if limit is None else min(limit, latest - after)
-        entries = table.history(count) if count > 0 else []
-        table.update_incremental()
-        if table.version() == latest:
-            return entries
-        time.sleep(random.uniform(0, _HISTORY_READ_PAUSE_SECONDS * attempt))
-    raise ConflictError(
-        f"table {table.table_uri} changed during each of {_HISTORY_READ_ATTEMPTS} reads of its history "
-        "while other writers committed to it; retry the load."
-    )
-
-
-def _find_commit(table: DeltaTable, load_id: str, limit: int | None = None, after: int = -1) -> dict | None:
-    return next(
-        (e for e in _history(table, limit, after) if commit_metadata(e).get("load_id") == load_id), None
-    )
-
-
-def _landed_commit(table: DeltaTable, read_version: int, load_id: str) -> dict:
-    """The history entry of this load's commit, among the commits after the version the load read.
-
-    Two writers creating a table at the same moment can both believe they wrote its first version while
-    only one did, so a commit counts only once it is seen. `table` is brought up to date.
-    """
-    entry = _find_commit(table, load_id, after=read_version)
-    if entry is not None:
-        return entry
-    raise ConflictError(
-        f"the commit of load {load_id} is not in the history of {table.table_uri}: a concurrent writer "
-        "replaced it. Nothing of this load is visible; retry the load."
-    )
-
-
 def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
     """Rows an overwrite removes: all of them, as far as file statistics tell; unknown for a partial one."""
     if snapshot is None:
@@ -375,17 +325,6 @@ def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
     if clause.when == "not_matched_by_source" and clause.action == "update":
         return merger.when_not_matched_by_source_update(assignments, predicate=condition)
     raise ValueError(f"the delta-rs writer has no translation for clause {clause}")
-
-
-def _already_applied(table: DeltaTable, request: CommitRequest, storage_options: dict | None) -> bool:
-    """Whether this load id already committed. delta-rs records txn versions but does not enforce them,
-    and loads of one table may commit out of load-id order, so look for the load's own commit."""
-    applied = table.transaction_version(request.app_id)
-    if applied is None or applied < request.txn_version:
-        return False
-    # the snapshot's own table stays pinned for the commit
-    latest = DeltaTable(table.table_uri, storage_options=storage_options)
-    return _find_commit(latest, request.load_id, limit=APPLIED_SEARCH_DEPTH) is not None
 
 
 def _plain_parquet_readable(table: DeltaTable) -> bool:
