@@ -7,7 +7,7 @@ Usage (built by DeltaMergeHook, not typed by hand)::
 It reads the request JSON, builds the SparkSession spark-submit configured, and calls run_load. The
 result is not printed for anyone to parse: the caller reads the load record (``_dlt_loads``) by the
 request's load id. A failure exits non-zero with the traceback on stderr; success exits 0 (see
-`exit_with`). Never imports Airflow.
+`process_exit.exit_with`). Never imports Airflow.
 
 The dataset's storage options (credentials) come in the environment variable ``STORAGE_OPTIONS_ENV``
 as JSON, never in the request file or on the command line; the job removes the variable from its
@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import sys
-import traceback
 
 STORAGE_OPTIONS_ENV = "DELTAMERGE_STORAGE_OPTIONS"
 
@@ -79,23 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def exit_with(run) -> None:
-    """Exit with what `run()` returns (1 and its traceback if it raises), without the interpreter's own
-    exit: deltalake can abort it there (SIGABRT) after the work is done, and a job whose load landed
-    must report success, or Airflow retries a finished load. Nothing is left to clean up by then:
-    main() stopped the Spark session."""
-    try:
-        code = run()
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
     _drop_own_directory_from_path()
+    from airflow_provider_deltamerge.process_exit import exit_with
+
     exit_with(main)

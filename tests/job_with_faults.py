@@ -25,6 +25,6 @@ def run_counted() -> int:
 
 
 if __name__ == "__main__":
-    from airflow_provider_deltamerge.remote_job import exit_with
+    from airflow_provider_deltamerge.process_exit import exit_with
 
     exit_with(run_counted)

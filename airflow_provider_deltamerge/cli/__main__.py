@@ -1,5 +1,5 @@
 """``python -m airflow_provider_deltamerge.cli``: the `deltamerge` command."""
 
-from .main import main
+from .main import run
 
-raise SystemExit(main())
+run()

@@ -27,3 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         render(args.command, result)
     return 0
+
+
+def run() -> None:
+    """`deltamerge` as a process: main()'s exit code, without the interpreter's own exit, where deltalake
+    can abort a finished command (process_exit.py)."""
+    from ..process_exit import exit_with
+
+    exit_with(main)

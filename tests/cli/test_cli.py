@@ -340,3 +340,27 @@ def test_load_options_become_the_requests_arguments(args, expected):
     assert arguments["dataset"] == os.path.abspath("lake") and arguments["table_name"] == "orders"
     assert arguments["source"] == {"format": "parquet", "path": "/in", "options": {}}
     assert {key: arguments.get(key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code", "stderr"),
+    [
+        ("return 3", 3, ""),
+        ("return None", 0, ""),
+        ("sys.exit()", 0, ""),
+        ("sys.exit(2)", 2, ""),
+        ("sys.exit('no such table')", 1, "no such table"),
+        ("raise ValueError('bad value')", 1, "ValueError: bad value"),
+    ],
+)
+def test_the_package_processes_exit_with_the_code_of_their_work(outcome, code, stderr):
+    """What the job and the command exit with (process_exit.py), output flushed before the exit."""
+    script = (
+        "import sys\n"
+        "from airflow_provider_deltamerge.process_exit import exit_with\n"
+        f"def work():\n    print('done', end='')\n    {outcome}\n"
+        "exit_with(work)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (code, "done")
+    assert stderr in done.stderr and (stderr or done.stderr == "")
