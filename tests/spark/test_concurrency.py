@@ -177,6 +177,35 @@ def test_twelve_upserts_at_once_are_planned_again_until_all_land(spark, dataset)
     assert_each_load_recorded_once(dataset, [first, *infos], rows_loaded=39)
 
 
+def test_two_upserts_bringing_the_same_new_keys_at_once_leave_each_key_once(spark, dataset, monkeypatch):
+    """Both loads plan on one version where their keys are new, so each would insert them. A commit that
+    only added its rows would let both land, and the keys would be there twice: the merge reads the rows
+    it may update, so the second commit conflicts, and that load is planned again and updates instead."""
+    upsert(spark, dataset, batch(0))
+    both_planned, waited = threading.Barrier(2), set()
+
+    def commit_once_both_planned(step: str) -> None:
+        if step == "commit" and threading.current_thread().name not in waited:  # the first attempt only
+            waited.add(threading.current_thread().name)
+            both_planned.wait(WAIT_SECONDS)
+
+    def new_keys_tagged(tag: int):
+        return upsert(spark, dataset, [{"id": n, "batch": tag} for n in (3, 4, 5)])
+
+    monkeypatch.setattr(load, "checkpoint", commit_once_both_planned)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        infos = list(pool.map(new_keys_tagged, (1, 2)))
+
+    first, second = sorted(infos, key=lambda info: info.table_version)
+    assert (first.table_version, second.table_version) == (1, 2)
+    assert (first.metrics["numTargetRowsInserted"], first.metrics["numTargetRowsUpdated"]) == (3, 0)
+    assert (second.metrics["numTargetRowsInserted"], second.metrics["numTargetRowsUpdated"]) == (0, 3)
+    rows = read_rows(f"{dataset}/{TABLE}")
+    assert sorted(r["id"] for r in rows) == list(range(6)), "a key was inserted twice"
+    second_tag = next(tag for tag, info in zip((1, 2), infos, strict=True) if info is second)
+    assert {r["batch"] for r in rows if r["id"] >= 3} == {second_tag}
+
+
 def test_a_load_recorded_by_another_while_it_records_itself_is_recorded_once(spark, dataset, monkeypatch):
     committed, recorded_by_the_other = threading.Event(), threading.Event()
 
