@@ -23,6 +23,7 @@ from airflow_provider_deltamerge.delta.arrow_stream import arrow_schema, record_
 from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
 from airflow_provider_deltamerge.spark.frames import short_hash
 from airflow_provider_deltamerge.spark.session import default_session
+from airflow_provider_deltamerge.spec.run import new_load_id
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 DLT_PINS = ("dlt[deltalake]==1.31.0",)  # deltalake and pyarrow pinned to this interpreter's versions
@@ -89,7 +90,9 @@ def spark_changes(spark, size: Size):
 
 
 def with_system_columns(changes):
-    return changes.withColumn("_dlt_load_id", F.lit("floor")).withColumn(
+    """The system columns run_load and dlt add: a load id of dlt's form (as long as theirs, so the floor
+    merges as many bytes), and the primary key's hash as `_dlt_id`."""
+    return changes.withColumn("_dlt_load_id", F.lit(new_load_id())).withColumn(
         "_dlt_id", short_hash(F.to_json(F.struct("id")))
     )
 
