@@ -9,7 +9,7 @@ import logging
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import BatchTooLargeError, run_load
+from airflow_provider_deltamerge import BatchTooLargeError, run_load, staged_arrow
 from airflow_provider_deltamerge.delta import arrow_stream, delta_rs
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
@@ -95,6 +95,39 @@ def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(
     load(spark, dataset, shuffled)
     files = len(DeltaTable(f"{dataset}/items").file_uris())
     assert files >= 20
+
+    info = load(spark, dataset, rows(range(10_000, 10_200), "new"))  # 1% of the keys, one slice
+    assert info.metrics["numTargetRowsUpdated"] == 200
+    assert info.metrics["numTargetFilesRemoved"] <= 2
+    loaded = table_rows(dataset)
+    assert len(loaded) == 20_000 and loaded[10_100][0] == "new-10100" and loaded[9_999][0] == "old-9999"
+
+
+def test_a_batch_sorted_in_spark_comes_in_partitions_of_bounded_size(spark, dataset, monkeypatch, caplog):
+    """A new table's streamed batch is sorted in Spark. Spark's Arrow collection takes each partition whole
+    into the driver's JVM, so the sort cuts the batch into pieces of about SORTED_PARTITION_BYTES, however
+    few the session's shuffle partitions are, and the table is still laid out by key."""
+    monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)  # staging materialises it in Spark
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)  # and the writer streams it from there
+    monkeypatch.setattr(arrow_stream, "SORTED_PARTITION_BYTES", 64 * 2**10)
+    monkeypatch.setattr(delta_rs, "TARGET_FILE_BYTES", 8 * 2**10)  # many small files
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
+    shuffled = spark.createDataFrame(rows(range(20_000), "old")).repartition(8).coalesce(1)
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")  # a plain sort would bring it in one piece
+    try:
+        load(spark, dataset, shuffled)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
+    arrived = next(line for line in lines if "in all" in line)
+    batches = int(arrived.split(": ")[1].split(" batches")[0])
+    sorted_in = [line for line in lines if "sorted by id in Spark" in line]
+    assert len(sorted_in) == 1, lines
+    partitions = int(sorted_in[0].split(" in ")[-1].split()[0])
+    assert batches >= partitions >= 10  # one Arrow batch or more per piece (a piece is 2,000 rows or fewer)
+    assert len(DeltaTable(f"{dataset}/items").file_uris()) >= 20
 
     info = load(spark, dataset, rows(range(10_000, 10_200), "new"))  # 1% of the keys, one slice
     assert info.metrics["numTargetRowsUpdated"] == 200
