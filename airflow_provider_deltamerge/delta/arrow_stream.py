@@ -32,6 +32,7 @@ IN_MEMORY_BYTES = (
 )  # a batch up to this size is merged whole (file skipping), a larger one streamed
 DRIVER_SHARE = 0.4  # of spark.driver.memory: Arrow results pass through the driver's JVM heap
 SORTED_PARTITION_BYTES = 32 * 2**20  # a sorted stream's partitions: Spark hands each to the driver whole
+PIECE_LIMIT_BYTES = 128 * 2**20  # a larger partition is cut to SORTED_PARTITION_BYTES on the way
 _UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -196,6 +197,21 @@ def collected(spark, table: str, df) -> pa.Table:
     return pa.Table.from_batches(kept, schema=schema)
 
 
+def _partitions_counted_without_a_job(df) -> int | None:
+    """The DataFrame's partitions where Spark tells them without running anything: None on Spark
+    Connect, and for a plan with a shuffle (an adaptive plan runs its shuffle stages to count them, and
+    coalesces them to its advisory size anyway)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        if "Exchange" in jdf.queryExecution().executedPlan().toString():
+            return None
+        return int(jdf.rdd().getNumPartitions())
+    except Exception:  # a plan Spark cannot tell this of
+        return None
+
+
 def sorted_partitions(estimated_bytes: int | None) -> int | None:
     """How many partitions keep each of a sorted batch at most SORTED_PARTITION_BYTES; None if unsized."""
     if estimated_bytes is None:
@@ -230,7 +246,29 @@ class Transfer:
         self._batches = self._from(source)
 
     def _from(self, source):
-        return self._kept_errors(self._progress.counted(record_batches(source, self.schema)))
+        return self._kept_errors(self._progress.counted(self._record_batches(source)))
+
+    def _record_batches(self, source) -> Iterator[pa.RecordBatch]:
+        """The source's batches, its partitions checked once the first batch is asked for."""
+        yield from record_batches(self._in_bounded_pieces(source), self.schema)
+
+    def _in_bounded_pieces(self, source):
+        """`source`, repartitioned where Spark would hand the driver pieces over PIECE_LIMIT_BYTES: its
+        Arrow collection takes each partition whole into the driver's JVM, and an 842 MiB batch in two
+        partitions ran a 2500m driver out of heap. A batch already in small pieces is left as it is."""
+        present = _partitions_counted_without_a_job(source)
+        if self.estimated_bytes is None or not present or self.estimated_bytes / present <= PIECE_LIMIT_BYTES:
+            return source
+        wanted = sorted_partitions(self.estimated_bytes)
+        log.info(
+            "batch for %s: %d partitions of about %.0f MiB each would reach the driver whole: "
+            "repartitioned into %d",
+            self.table_uri,
+            present,
+            self.estimated_bytes / present / 2**20,
+            wanted,
+        )
+        return source.repartition(wanted)
 
     def sorted_in_spark(self, source, columns: tuple[str, ...]) -> None:
         """Transfer `source` globally sorted by `columns` (range-partitioned by Spark), for a batch too

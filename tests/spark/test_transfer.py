@@ -134,3 +134,40 @@ def test_a_batch_sorted_in_spark_comes_in_partitions_of_bounded_size(spark, data
     assert info.metrics["numTargetFilesRemoved"] <= 2
     loaded = table_rows(dataset)
     assert len(loaded) == 20_000 and loaded[10_100][0] == "new-10100" and loaded[9_999][0] == "old-9999"
+
+
+def test_a_streamed_batch_in_large_partitions_comes_in_smaller_pieces(spark, dataset, monkeypatch, caplog):
+    """Spark hands the driver each partition of a streamed batch whole, so a batch whose partitions are
+    larger than PIECE_LIMIT_BYTES is repartitioned on its way; the merge's outcome is the same."""
+    monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)  # staging materialises it in Spark
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)  # and the writer streams it from there
+    load(spark, dataset, rows(range(0, 4000, 2), "old"))
+    monkeypatch.setattr(arrow_stream, "PIECE_LIMIT_BYTES", 64 * 2**10)
+    monkeypatch.setattr(arrow_stream, "SORTED_PARTITION_BYTES", 16 * 2**10)
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
+    caplog.clear()
+    info = load(spark, dataset, spark.createDataFrame(rows(range(1000, 5000), "new")).coalesce(1))
+
+    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
+    arrived = next(line for line in lines if "in all" in line)
+    batches = int(arrived.split(": ")[1].split(" batches")[0])
+    cut = [line for line in lines if "would reach the driver whole: repartitioned into" in line]
+    assert len(cut) == 1, lines
+    pieces = int(cut[0].rsplit(" ", 1)[1])
+    assert batches >= pieces >= 10  # one Arrow batch or more per piece (a piece is 4,000 rows or fewer)
+    assert (info.metrics["numTargetRowsUpdated"], info.metrics["numTargetRowsInserted"]) == (1500, 2500)
+    loaded = table_rows(dataset)
+    assert len(loaded) == 4500 and loaded[0] == ("old-0", 0.0) and loaded[4999] == ("new-4999", 2499.5)
+
+
+def test_a_streamed_batch_in_small_partitions_is_left_as_it_is(spark, dataset, monkeypatch, caplog):
+    monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)
+    load(spark, dataset, rows(range(0, 400, 2), "old"))
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
+    caplog.clear()
+    load(spark, dataset, spark.createDataFrame(rows(range(100, 500), "new")).repartition(4))
+
+    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
+    assert not [line for line in lines if "repartitioned" in line]
+    assert len(table_rows(dataset)) == 450
