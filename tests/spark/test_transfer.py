@@ -85,6 +85,15 @@ def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(sp
     assert again.table_version == first.table_version + 1 and table_rows(dataset)[3] == ("new-3", 1.5)
 
 
+def assert_a_slice_of_the_keys_rewrites_few_files(spark, dataset) -> None:
+    """A merge of 1% of a 20,000-row table's keys, one slice, rewrites at most the two files holding it."""
+    info = load(spark, dataset, rows(range(10_000, 10_200), "new"))
+    assert info.metrics["numTargetRowsUpdated"] == 200
+    assert info.metrics["numTargetFilesRemoved"] <= 2
+    loaded = table_rows(dataset)
+    assert len(loaded) == 20_000 and loaded[10_100][0] == "new-10100" and loaded[9_999][0] == "old-9999"
+
+
 @pytest.mark.parametrize("in_memory_bytes", [0, 2**30], ids=["streamed", "whole"])
 def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(
     spark, dataset, monkeypatch, in_memory_bytes
@@ -96,11 +105,7 @@ def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(
     files = len(DeltaTable(f"{dataset}/items").file_uris())
     assert files >= 20
 
-    info = load(spark, dataset, rows(range(10_000, 10_200), "new"))  # 1% of the keys, one slice
-    assert info.metrics["numTargetRowsUpdated"] == 200
-    assert info.metrics["numTargetFilesRemoved"] <= 2
-    loaded = table_rows(dataset)
-    assert len(loaded) == 20_000 and loaded[10_100][0] == "new-10100" and loaded[9_999][0] == "old-9999"
+    assert_a_slice_of_the_keys_rewrites_few_files(spark, dataset)
 
 
 def test_a_batch_sorted_in_spark_comes_in_partitions_of_bounded_size(spark, dataset, monkeypatch, caplog):
@@ -129,11 +134,7 @@ def test_a_batch_sorted_in_spark_comes_in_partitions_of_bounded_size(spark, data
     assert batches >= partitions >= 10  # one Arrow batch or more per piece (a piece is 2,000 rows or fewer)
     assert len(DeltaTable(f"{dataset}/items").file_uris()) >= 20
 
-    info = load(spark, dataset, rows(range(10_000, 10_200), "new"))  # 1% of the keys, one slice
-    assert info.metrics["numTargetRowsUpdated"] == 200
-    assert info.metrics["numTargetFilesRemoved"] <= 2
-    loaded = table_rows(dataset)
-    assert len(loaded) == 20_000 and loaded[10_100][0] == "new-10100" and loaded[9_999][0] == "old-9999"
+    assert_a_slice_of_the_keys_rewrites_few_files(spark, dataset)
 
 
 def test_a_streamed_batch_in_large_partitions_comes_in_smaller_pieces(spark, dataset, monkeypatch, caplog):
