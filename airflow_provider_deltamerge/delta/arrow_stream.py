@@ -7,7 +7,7 @@
 - `collected`: the whole batch on the driver as one Arrow table, refused once it outgrows the driver's
   budget (staging's own pass, where the writer takes the batch whole);
 - `Transfer`: one batch on its way, whole or streamed by its size (or already on the driver); a batch
-  sorted in Spark on the way comes in partitions of bounded size;
+  sorted in Spark on the way, or streamed in large partitions, comes in pieces of about PIECE_BYTES;
 - `driver_budget`: how much Arrow the driver may take, from `spark.driver.memory` and
   `spark.driver.maxResultSize`; a batch estimated above it is refused before anything is transferred.
 """
@@ -31,8 +31,8 @@ IN_MEMORY_BYTES = (
     256 * 2**20
 )  # a batch up to this size is merged whole (file skipping), a larger one streamed
 DRIVER_SHARE = 0.4  # of spark.driver.memory: Arrow results pass through the driver's JVM heap
-SORTED_PARTITION_BYTES = 32 * 2**20  # a sorted stream's partitions: Spark hands each to the driver whole
-PIECE_LIMIT_BYTES = 128 * 2**20  # a larger partition is cut to SORTED_PARTITION_BYTES on the way
+PIECE_BYTES = 32 * 2**20  # a partition cut on the way: Spark hands each to the driver whole
+PIECE_LIMIT_BYTES = 128 * 2**20  # a larger partition of a streamed batch is cut to PIECE_BYTES
 _UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -212,11 +212,11 @@ def _partitions_counted_without_a_job(df) -> int | None:
         return None
 
 
-def sorted_partitions(estimated_bytes: int | None) -> int | None:
-    """How many partitions keep each of a sorted batch at most SORTED_PARTITION_BYTES; None if unsized."""
+def pieces_for(estimated_bytes: int | None) -> int | None:
+    """How many partitions keep each of a batch at most PIECE_BYTES; None if unsized."""
     if estimated_bytes is None:
         return None
-    return max(1, -(-estimated_bytes // SORTED_PARTITION_BYTES))
+    return max(1, -(-estimated_bytes // PIECE_BYTES))
 
 
 class Transfer:
@@ -259,7 +259,7 @@ class Transfer:
         present = _partitions_counted_without_a_job(source)
         if self.estimated_bytes is None or not present or self.estimated_bytes / present <= PIECE_LIMIT_BYTES:
             return source
-        wanted = sorted_partitions(self.estimated_bytes)
+        wanted = pieces_for(self.estimated_bytes)
         log.info(
             "batch for %s: %d partitions of about %.0f MiB each would reach the driver whole: "
             "repartitioned into %d",
@@ -276,9 +276,9 @@ class Transfer:
 
         Spark's Arrow collection takes each partition whole into the driver's JVM, beside the sort itself
         (the same JVM on a local session), so the batch is cut into partitions of about
-        SORTED_PARTITION_BYTES. Sorted into the session's shuffle partitions, a 10M-row batch came in
+        PIECE_BYTES. Sorted into the session's shuffle partitions, a 10M-row batch came in
         210 MiB pieces where they were four, and ran a 4g driver out of heap."""
-        partitions = sorted_partitions(self.estimated_bytes)
+        partitions = pieces_for(self.estimated_bytes)
         if partitions is None:  # a size nobody knows: the session's own shuffle partitions
             self._batches = self._from(source.orderBy(*columns))
             return

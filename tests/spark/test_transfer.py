@@ -39,6 +39,16 @@ def table_rows(dataset) -> dict[int, tuple]:
     return {r["id"]: (r["name"], r["amount"]) for r in table.to_pylist()}
 
 
+def transfer_log(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
+
+
+def batches_arrived(lines: list[str]) -> int:
+    """The Arrow batches a transfer counted, from its closing progress line."""
+    arrived = next(line for line in lines if "in all" in line)
+    return int(arrived.split(": ")[1].split(" batches")[0])
+
+
 @pytest.mark.parametrize("in_memory_bytes", [0, 2**30], ids=["streamed", "whole"])
 def test_a_streamed_merge_and_a_whole_one_load_the_same_rows(spark, dataset, monkeypatch, in_memory_bytes):
     monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", in_memory_bytes)
@@ -60,7 +70,7 @@ def test_the_transfer_logs_its_progress_while_it_runs(spark, dataset, monkeypatc
     caplog.clear()
     load(spark, dataset, spark.createDataFrame(rows(range(300), "new")).repartition(3))
 
-    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
+    lines = transfer_log(caplog)
     so_far = [line for line in lines if line.endswith("s)") and "so far" in line]
     assert so_far and all(f"transfer to {dataset}/items:" in line for line in so_far)
     assert any("300 rows" in line and "in all" in line for line in lines)
@@ -110,11 +120,11 @@ def test_a_merge_of_a_slice_of_the_keys_rewrites_only_the_files_holding_it(
 
 def test_a_batch_sorted_in_spark_comes_in_partitions_of_bounded_size(spark, dataset, monkeypatch, caplog):
     """A new table's streamed batch is sorted in Spark. Spark's Arrow collection takes each partition whole
-    into the driver's JVM, so the sort cuts the batch into pieces of about SORTED_PARTITION_BYTES, however
+    into the driver's JVM, so the sort cuts the batch into pieces of about PIECE_BYTES, however
     few the session's shuffle partitions are, and the table is still laid out by key."""
     monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)  # staging materialises it in Spark
     monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)  # and the writer streams it from there
-    monkeypatch.setattr(arrow_stream, "SORTED_PARTITION_BYTES", 64 * 2**10)
+    monkeypatch.setattr(arrow_stream, "PIECE_BYTES", 64 * 2**10)
     monkeypatch.setattr(delta_rs, "TARGET_FILE_BYTES", 8 * 2**10)  # many small files
     caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
     shuffled = spark.createDataFrame(rows(range(20_000), "old")).repartition(8).coalesce(1)
@@ -125,9 +135,8 @@ def test_a_batch_sorted_in_spark_comes_in_partitions_of_bounded_size(spark, data
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
 
-    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
-    arrived = next(line for line in lines if "in all" in line)
-    batches = int(arrived.split(": ")[1].split(" batches")[0])
+    lines = transfer_log(caplog)
+    batches = batches_arrived(lines)
     sorted_in = [line for line in lines if "sorted by id in Spark" in line]
     assert len(sorted_in) == 1, lines
     partitions = int(sorted_in[0].split(" in ")[-1].split()[0])
@@ -144,14 +153,13 @@ def test_a_streamed_batch_in_large_partitions_comes_in_smaller_pieces(spark, dat
     monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)  # and the writer streams it from there
     load(spark, dataset, rows(range(0, 4000, 2), "old"))
     monkeypatch.setattr(arrow_stream, "PIECE_LIMIT_BYTES", 64 * 2**10)
-    monkeypatch.setattr(arrow_stream, "SORTED_PARTITION_BYTES", 16 * 2**10)
+    monkeypatch.setattr(arrow_stream, "PIECE_BYTES", 16 * 2**10)
     caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge")
     caplog.clear()
     info = load(spark, dataset, spark.createDataFrame(rows(range(1000, 5000), "new")).coalesce(1))
 
-    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
-    arrived = next(line for line in lines if "in all" in line)
-    batches = int(arrived.split(": ")[1].split(" batches")[0])
+    lines = transfer_log(caplog)
+    batches = batches_arrived(lines)
     cut = [line for line in lines if "would reach the driver whole: repartitioned into" in line]
     assert len(cut) == 1, lines
     pieces = int(cut[0].rsplit(" ", 1)[1])
@@ -169,6 +177,5 @@ def test_a_streamed_batch_in_small_partitions_is_left_as_it_is(spark, dataset, m
     caplog.clear()
     load(spark, dataset, spark.createDataFrame(rows(range(100, 500), "new")).repartition(4))
 
-    lines = [r.getMessage() for r in caplog.records if r.name == arrow_stream.log.name]
-    assert not [line for line in lines if "repartitioned" in line]
+    assert not [line for line in transfer_log(caplog) if "repartitioned" in line]
     assert len(table_rows(dataset)) == 450
