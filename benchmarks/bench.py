@@ -1,6 +1,7 @@
 """One upsert benchmark: run_load beside the embedded floor, Delta's own MERGE on Spark and dlt.
 
-Per size, interleaved (the order rotates each repetition, each run on a fresh copy of one target):
+Per size, interleaved (the order rotates each repetition, each run on a fresh copy of one target), after
+one untimed run of each side that shares this process's Spark session (`--warmup`):
 - run_load with each writer available (delta-rs always; delta-spark when Delta's jars are given);
 - the embedded floor: Spark builds the same change set (with the system columns), `toArrow()`, and a
   hand-written delta-rs upsert merge;
@@ -48,6 +49,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", nargs="+", help="target:changed[:uniform|clustered] ...")
     parser.add_argument("--quick", action="store_true", help=f"small sizes: {' '.join(QUICK)}")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed runs of each in-process side per size, first"
+    )
     parser.add_argument("--dlt-python", help="a Python with dlt[deltalake] installed")
     parser.add_argument("--dlt-venv", help="a virtualenv for dlt, created (pinned) when missing")
     parser.add_argument("--delta-jars", help="local Delta jars (comma-separated): adds the Spark sides")
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="deltamerge-bench-"))
     try:
         sides = Sides(spark, work, dlt_python(args), args.driver_memory, probed(args.memory_probe, sizes))
-        results = [sides.run_size(size, args.repeat) for size in sizes]
+        results = [sides.run_size(size, args.repeat, args.warmup) for size in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = {"sizes": results, "ratios": ratios(results), "sides": sides.available()}

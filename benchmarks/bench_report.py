@@ -150,6 +150,14 @@ def _shown_growth(size: dict) -> str:
     return f"+{growth / MIB:,.0f} MiB" + ("" if floor is None else f", floor's +{floor / MIB:,.0f} MiB")
 
 
+def _shown_warmups(size: dict) -> str:
+    return ", ".join(
+        f"{side} {' '.join(f'{s:.2f}' for s in result['warmup'])} s"
+        for side, result in size["sides"].items()
+        if result.get("warmup")
+    )
+
+
 def render(report: dict) -> str:
     lines = [
         "",
@@ -170,6 +178,8 @@ def render(report: dict) -> str:
             f"{size['target_files']} files; minimal files for the change: {size['minimal_files']})"
         )
         lines.append(f"{'':<24} (driver growth, a fresh process each: run_load {_shown_growth(size)})")
+        if warmups := _shown_warmups(size):
+            lines.append(f"{'':<24} (untimed first runs: {warmups})")
     lines += ["", "target check                                        value     target   verdict"]
     for check in report["ratios"]:
         value = "-" if check["value"] is None else f"{check['value']:.2f}"

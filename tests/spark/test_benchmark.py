@@ -28,6 +28,8 @@ def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spar
     assert [s["size"] for s in report["sizes"]] == ["3k/300 uniform", "3k/300 clustered", "6k/300 clustered"]
     assert all(s["verified"] for s in report["sizes"])
     assert all({"run_load delta-rs", "floor"} <= set(s["sides"]) for s in report["sizes"])
+    warmed = {side: len(result.get("warmup", [])) for side, result in report["sizes"][0]["sides"].items()}
+    assert warmed["run_load delta-rs"] == warmed["floor"] == 1 and warmed.get("dlt", 0) == 0
     probed = [s["driver_memory"] for s in report["sizes"]]
     assert probed[:2] == [None, None] and probed[2]["driver_growth"] > 0 < probed[2]["floor_growth"]
     names = [c["name"].split()[0] for c in report["ratios"]]
@@ -35,3 +37,4 @@ def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spar
     assert all(c["verdict"] in ("PASS", "FAIL", "n/a") for c in report["ratios"])
     printed = capsys.readouterr().out
     assert "P1 run_load / embedded floor" in printed and "verified" in printed
+    assert printed.count("(untimed first runs: run_load delta-rs ") == 3
