@@ -256,8 +256,10 @@ class Transfer:
         """`source`, repartitioned where Spark would hand the driver pieces over PIECE_LIMIT_BYTES: its
         Arrow collection takes each partition whole into the driver's JVM, and an 842 MiB batch in two
         partitions ran a 2500m driver out of heap. A batch already in small pieces is left as it is."""
+        if self.estimated_bytes is None or self.estimated_bytes <= PIECE_LIMIT_BYTES:
+            return source  # no partition of it can be larger: Spark's plan is not asked
         present = _partitions_counted_without_a_job(source)
-        if self.estimated_bytes is None or not present or self.estimated_bytes / present <= PIECE_LIMIT_BYTES:
+        if not present or self.estimated_bytes / present <= PIECE_LIMIT_BYTES:
             return source
         wanted = pieces_for(self.estimated_bytes)
         log.info(
