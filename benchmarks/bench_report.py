@@ -152,7 +152,7 @@ def _shown_growth(size: dict) -> str:
 
 def _shown_warmups(size: dict) -> str:
     return ", ".join(
-        f"{side} {' '.join(f'{s:.2f}' for s in result['warmup'])} s"
+        f"{side} {' '.join(f'{seconds:.2f}' for seconds in result['warmup'])} s"
         for side, result in size["sides"].items()
         if result.get("warmup")
     )
