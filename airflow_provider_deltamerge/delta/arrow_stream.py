@@ -7,22 +7,21 @@
 - `collected`: the whole batch on the driver as one Arrow table, refused once it outgrows the driver's
   budget (staging's own pass, where the writer takes the batch whole);
 - `Transfer`: one batch on its way, whole or streamed by its size (or already on the driver); a batch
-  sorted in Spark on the way, or streamed in large partitions, comes in pieces of about PIECE_BYTES;
-- `driver_budget`: how much Arrow the driver may take, from `spark.driver.memory` and
-  `spark.driver.maxResultSize`; a batch estimated above it is refused before anything is transferred.
+  sorted in Spark on the way, or in partitions too large for the driver, comes in pieces of about
+  PIECE_BYTES; a batch beyond the driver's budget (driver_budget.py) is refused before any of it moves.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
 from ..errors import BatchTooLargeError
+from .driver_budget import DriverBudget, out_of_heap
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +29,8 @@ PROGRESS_SECONDS = 5.0  # the longest quiet spell in the task log while a batch 
 IN_MEMORY_BYTES = (
     256 * 2**20
 )  # a batch up to this size is merged whole (file skipping), a larger one streamed
-DRIVER_SHARE = 0.4  # of spark.driver.memory: Arrow results pass through the driver's JVM heap
 PIECE_BYTES = 32 * 2**20  # a partition cut on the way: Spark hands each to the driver whole
-PIECE_LIMIT_BYTES = 128 * 2**20  # a larger partition of a streamed batch is cut to PIECE_BYTES
-_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+PIECE_LIMIT_BYTES = 128 * 2**20  # a larger partition (or one over a quarter of the budget) is cut
 
 
 def arrow_schema(df, not_null: tuple[str, ...] = ()) -> pa.Schema:
@@ -144,53 +141,20 @@ class Progress:
         )
 
 
-def parse_bytes(text: str | None, default: int) -> int:
-    """Spark's size notation ("4g", "512m", "1073741824") in bytes; `default` where unset or unreadable."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", (text or "").lower())
-    if not match:
-        return default
-    return int(match.group(1)) * _UNITS.get(match.group(2), 1)
-
-
-def driver_budget(spark) -> tuple[int, str]:
-    """(bytes of Arrow the driver may take, spark.driver.memory as set)."""
-    memory = _conf(spark, "spark.driver.memory", "1g")
-    budget = int(parse_bytes(memory, 2**30) * DRIVER_SHARE)
-    max_result = parse_bytes(_conf(spark, "spark.driver.maxResultSize", "1g"), 2**30)
-    return (min(budget, max_result) if max_result > 0 else budget), memory
-
-
-def refuse_oversized(spark, table: str, batch_bytes: int | None) -> None:
-    """Refuse a batch estimated beyond the driver's budget before any of it moves."""
-    if batch_bytes is None:
-        return
-    budget, memory = driver_budget(spark)
-    if batch_bytes > budget:
-        raise BatchTooLargeError(table, batch_bytes, budget, memory)
-
-
-def _conf(spark, key: str, default: str) -> str:
-    try:
-        return spark.conf.get(key, default) or default
-    except Exception:  # a Connect server that hides a conf
-        return default
-
-
 def collected(spark, table: str, df) -> pa.Table:
     """The DataFrame's rows as one Arrow table on the driver (every column nullable, timestamps in UTC),
     read batch by batch with progress lines. Once more has arrived than the driver may take, reading
     stops and the batch is refused with BatchTooLargeError, before anything is committed."""
     schema = arrow_schema(df)
-    budget, memory = driver_budget(spark)
+    budget = DriverBudget.of(spark)
     progress = Progress(f"transfer to {table}")
     batches = record_batches(df, schema)
     kept = []
     try:
         for batch in progress.counted(batches):
             kept.append(batch)
-            if progress.bytes > budget:
-                detail = " (at least; reading stopped)"
-                raise BatchTooLargeError(table, progress.bytes, budget, memory, detail)
+            if progress.bytes > budget.bytes:
+                raise budget.refusal(table, progress.bytes, " (at least; reading stopped)")
     finally:
         batches.close()
     progress.done()
@@ -212,6 +176,12 @@ def _partitions_counted_without_a_job(df) -> int | None:
         return None
 
 
+def piece_limit(budget: DriverBudget) -> int:
+    """The largest partition the driver takes whole: PIECE_LIMIT_BYTES, at most a quarter of its budget
+    (two tasks' results in flight at once, each in Spark's block manager and fetched from it)."""
+    return min(PIECE_LIMIT_BYTES, budget.bytes // 4)
+
+
 def pieces_for(estimated_bytes: int | None) -> int | None:
     """How many partitions keep each of a batch at most PIECE_BYTES; None if unsized."""
     if estimated_bytes is None:
@@ -231,6 +201,7 @@ class Transfer:
         self, spark, table: str, source, estimated_bytes: int | None, not_null: tuple[str, ...] = ()
     ):
         self.spark, self.table_uri = spark, table
+        self.budget = DriverBudget.of(spark)
         self.on_driver = isinstance(source, pa.Table)
         self._error: BaseException | None = None
         if self.on_driver:
@@ -239,7 +210,8 @@ class Transfer:
             self._progress = None  # counted while it was collected
             self._batches = (_conformed(b, self.schema) for b in source.to_batches())
             return
-        refuse_oversized(spark, table, estimated_bytes)
+        if estimated_bytes is not None and estimated_bytes > self.budget.bytes:
+            raise self.budget.refusal(table, estimated_bytes)
         self.estimated_bytes = estimated_bytes
         self.schema = arrow_schema(source, not_null)
         self._progress = Progress(f"transfer to {table}")
@@ -253,13 +225,15 @@ class Transfer:
         yield from record_batches(self._in_bounded_pieces(source), self.schema)
 
     def _in_bounded_pieces(self, source):
-        """`source`, repartitioned where Spark would hand the driver pieces over PIECE_LIMIT_BYTES: its
+        """`source`, repartitioned where Spark would hand the driver pieces over the piece limit: its
         Arrow collection takes each partition whole into the driver's JVM, and an 842 MiB batch in two
-        partitions ran a 2500m driver out of heap. A batch already in small pieces is left as it is."""
-        if self.estimated_bytes is None or self.estimated_bytes <= PIECE_LIMIT_BYTES:
+        partitions ran a 2500m driver out of heap, a 180 MiB one in two a local 1g driver. A batch
+        already in small pieces is left as it is."""
+        limit = piece_limit(self.budget)
+        if self.estimated_bytes is None or self.estimated_bytes <= limit:
             return source  # no partition of it can be larger: Spark's plan is not asked
         present = _partitions_counted_without_a_job(source)
-        if not present or self.estimated_bytes / present <= PIECE_LIMIT_BYTES:
+        if not present or self.estimated_bytes / present <= limit:
             return source
         wanted = pieces_for(self.estimated_bytes)
         log.info(
@@ -322,8 +296,15 @@ class Transfer:
         return fits
 
     def table(self) -> pa.Table:
-        try:
+        with self.out_of_heap_refused():
             return pa.Table.from_batches(list(self._batches), schema=self.schema)
+
+    @contextlib.contextmanager
+    def out_of_heap_refused(self):
+        """Spark work over the batch (its transfer whole, its key check) that runs the driver's heap out
+        refuses the batch as too large, with Spark's reason, instead of failing with Spark's error."""
+        try:
+            yield
         except Exception as exc:
             oversized = self._oversized(exc)
             if oversized is None:
@@ -354,9 +335,8 @@ class Transfer:
             raise
 
     def _oversized(self, error: BaseException) -> BatchTooLargeError | None:
-        text = str(error)
-        if "maxResultSize" not in text and "OutOfMemoryError" not in text:
+        reason = out_of_heap(error)
+        if reason is None:
             return None
-        budget, memory = driver_budget(self.spark)
         size = self.estimated_bytes or self._progress.bytes
-        return BatchTooLargeError(self.table_uri, size, budget, memory, f" (Spark: {text.splitlines()[0]})")
+        return self.budget.refusal(self.table_uri, size, f" (Spark: {reason})")

@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import BatchTooLargeError, run_load, staged_arrow
-from airflow_provider_deltamerge.delta import arrow_stream, delta_rs
+from airflow_provider_deltamerge.delta import arrow_stream, delta_rs, driver_budget
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 
@@ -79,13 +79,13 @@ def test_the_transfer_logs_its_progress_while_it_runs(spark, dataset, monkeypatc
 
 def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(spark, dataset, monkeypatch):
     first = load(spark, dataset, rows(range(10), "old"))
-    monkeypatch.setattr(arrow_stream, "DRIVER_SHARE", 1e-9)
+    monkeypatch.setattr(driver_budget, "LOCAL_SHARE", 1e-9)  # the test session is local
     new = spark.range(100).selectExpr(
         "id", "concat('new-', id) AS name", "CAST(id * 0.5 AS DOUBLE) AS amount"
     )
     batch = new.repartition(8)  # of a size Spark knows, so staging collects it; more batches than it reads
 
-    with pytest.raises(BatchTooLargeError, match="spark.driver.memory="):
+    with pytest.raises(BatchTooLargeError, match="spark.driver.memory=.* on a local session"):
         load(spark, dataset, batch)
     assert DeltaTable(f"{dataset}/items").version() == first.table_version
     assert table_rows(dataset)[3] == ("old-3", 1.5)
