@@ -272,7 +272,8 @@ def _checked(transfer: Transfer, plan: MergePlan, source, in_memory: bool):
         unique_keys.check_arrow(source, plan)
         return transfer.table() if in_memory else transfer.reader()
     if not in_memory:
-        unique_keys.check_spark(source, plan)
+        with transfer.out_of_heap_refused():  # a job over the whole batch, in the driver's heap when local
+            unique_keys.check_spark(source, plan)
         return transfer.reader()
     data = transfer.table()
     unique_keys.check_arrow(data, plan)

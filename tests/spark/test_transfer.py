@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import BatchTooLargeError, run_load, staged_arrow
-from airflow_provider_deltamerge.delta import arrow_stream, delta_rs, driver_budget
+from airflow_provider_deltamerge.delta import arrow_stream, delta_rs, driver_budget, unique_keys
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 
@@ -93,6 +93,27 @@ def test_a_batch_too_big_for_the_driver_is_refused_before_anything_is_written(sp
     monkeypatch.undo()  # the same batch, once the driver may take it, loads in the same session
     again = load(spark, dataset, batch)
     assert again.table_version == first.table_version + 1 and table_rows(dataset)[3] == ("new-3", 1.5)
+
+
+def test_a_key_check_that_runs_the_driver_out_of_heap_refuses_the_batch(spark, dataset, monkeypatch):
+    """A streamed batch's unique keys are checked by a Spark job over the whole batch; on a local session
+    it shares the driver's heap with the materialised batch. Its running out (injected here: a real one
+    could stop the test session's JVM) refuses the batch as too large, and nothing is written."""
+    first = load(spark, dataset, rows(range(10), "old"))
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)  # streamed: the key is checked in Spark
+
+    def out_of_heap(source, plan):
+        raise RuntimeError(
+            "Job aborted due to stage failure\nCaused by: java.lang.OutOfMemoryError: Java heap space"
+        )
+
+    monkeypatch.setattr(unique_keys, "check_spark", out_of_heap)
+    with pytest.raises(
+        BatchTooLargeError, match=r"\(Spark: Caused by: java.lang.OutOfMemoryError: Java heap space\)"
+    ):
+        load(spark, dataset, spark.createDataFrame(rows(range(5, 15), "new")).repartition(2))
+    assert DeltaTable(f"{dataset}/items").version() == first.table_version
+    assert table_rows(dataset)[5] == ("old-5", 2.5)
 
 
 def assert_a_slice_of_the_keys_rewrites_few_files(spark, dataset) -> None:
