@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -201,7 +202,6 @@ class Transfer:
         self, spark, table: str, source, estimated_bytes: int | None, not_null: tuple[str, ...] = ()
     ):
         self.spark, self.table_uri = spark, table
-        self.budget = DriverBudget.of(spark)
         self.on_driver = isinstance(source, pa.Table)
         self._error: BaseException | None = None
         if self.on_driver:
@@ -216,6 +216,12 @@ class Transfer:
         self.schema = arrow_schema(source, not_null)
         self._progress = Progress(f"transfer to {table}")
         self._batches = self._from(source)
+
+    @functools.cached_property
+    def budget(self) -> DriverBudget:
+        """The driver's budget, read from the session's conf when first needed: a batch already on the
+        driver (staging's collection, the common path) needs it only to report a failure."""
+        return DriverBudget.of(self.spark)
 
     def _from(self, source):
         return self._kept_errors(self._progress.counted(self._record_batches(source)))

@@ -11,7 +11,9 @@ of 0.25 loaded once its pieces were at most a quarter of the budget, and 0.35 st
 `spark.driver.maxResultSize` caps either.
 
 A Spark job over the batch that runs the heap out anyway fails with Spark's error; `out_of_heap` tells
-such an error, which the writer raises as the batch refused, never as Spark's error.
+such an error, which the transfer and the writer's key check raise as the batch refused. A task thread
+out of heap on a local session can stop the JVM itself, which nothing catches: the budget is kept well
+below where that was seen.
 """
 
 from __future__ import annotations
