@@ -8,7 +8,7 @@ Arrow table while Spark observes its counts, null keys, dates and key ranges (sp
 check runs on those aggregates or on the Arrow data, still before anything is committed.
 
 Used when all of these hold, else staging materialises in Spark as before:
-- the writer takes Arrow, and the session observes aggregates in a pass (classic Spark, PySpark 4);
+- the writer takes Arrow, and the session observes aggregates in a pass (a classic session, not Connect);
 - Spark's own estimate of the batch is known and at most COLLECT_ESTIMATE_BYTES: the collection
   receives each partition whole in the driver's JVM, so a large batch (whose partitions may be large)
   takes the materialised path, whose transfer is sized from the batch's measured size;
@@ -34,6 +34,7 @@ from .delta import unique_keys
 from .delta.arrow_stream import collected
 from .nested_load import plan_without_child_tables
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
+from .spark.extract import arrow_to_spark
 from .spark.nested import root_rows
 from .spark.profile import estimated_bytes, observes_in_pass
 from .spark.schema import align_to_table
@@ -97,7 +98,7 @@ def in_spark(spark, staged: StagedBatch) -> StagedBatch:
     """The collected batch as a DataFrame again (from the Arrow table, not from the source)."""
     rows = staged.arrow.num_rows
     log.info("the table changed since the batch was staged: its %s rows go back into Spark", rows)
-    return dataclasses.replace(staged, df=spark.createDataFrame(staged.arrow), arrow=None, aligned_to=None)
+    return dataclasses.replace(staged, df=arrow_to_spark(spark, staged.arrow), arrow=None, aligned_to=None)
 
 
 def source_rows(arrow: pa.Table, plan: MergePlan) -> pa.Table:

@@ -2,17 +2,19 @@
 read back, the range of each key column and the bytes of its text, all from the one pass that
 materialises the batch.
 
-On a classic SparkSession the aggregates ride on that pass as observed metrics (`DataFrame.observe`),
-so the source is computed once and no second job reads it. Elsewhere (Spark Connect, PySpark before 4)
-the aggregates after staging are one job over the materialised batch, and those of the raw batch one
-job over the source, as before.
+On a classic SparkSession (PySpark 3.5 or 4) the aggregates ride on that pass as observed metrics
+(`DataFrame.observe`), so the source is computed once and no second job reads it. On Spark Connect the
+aggregates after staging are one job over the materialised batch, and those of the raw batch one job
+over the source.
+
+Every aggregate is a number or text: PySpark 3.5 hands observed dates to Python as Java objects, so the
+bounds of date and timestamp_ntz keys are observed as their ISO text and parsed here.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -21,7 +23,6 @@ from pyspark.sql import types as T
 
 from ..plan.pruning import KeyRange
 
-_OBSERVE_SUPPORTED = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4
 DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 _RANGED_TYPES = (T.IntegralType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)
 _TEXT_TYPES = (T.StringType, T.BinaryType)
@@ -39,8 +40,8 @@ class Profile:
 
 
 def observes_in_pass(df: DataFrame) -> bool:
-    """Whether aggregates can ride on the materialising pass: a classic session of PySpark 4 or later."""
-    return _OBSERVE_SUPPORTED and not type(df).__module__.startswith("pyspark.sql.connect")
+    """Whether aggregates can ride on the materialising pass: a classic session, not Spark Connect."""
+    return not type(df).__module__.startswith("pyspark.sql.connect")
 
 
 def estimated_bytes(df: DataFrame) -> int | None:
@@ -64,7 +65,7 @@ def with_observed(df: DataFrame, aggregates: list[Column]):
     def observed_profile() -> Profile:
         try:
             return _profile(observation.get)
-        except Exception:  # Spark observes nothing on a plan it optimised to no rows (a limit(0), say)
+        except Exception:  # Spark observes nothing on a plan it optimised to no rows (PySpark 3.5: {})
             return aggregated(df, aggregates)
 
     return observed, observed_profile
@@ -121,16 +122,18 @@ def ranged_columns(df: DataFrame, columns: tuple[str, ...]) -> list[str]:
 
 
 def key_bounds(df: DataFrame, columns: list[str]) -> list[Column]:
-    """min and max of each column; timestamps as microseconds since the epoch, free of any time zone."""
+    """min and max of each column; timestamps as microseconds since the epoch, free of any time zone,
+    dates and timestamp_ntz as their ISO text (see the module's note)."""
     aggregates = []
     for column in columns:
-        value = _quoted(column)
-        if isinstance(df.schema[column].dataType, T.TimestampType):
-            value = f"unix_micros({value})"
-        aggregates += [
-            F.expr(f"min({value})").alias(f"min:{column}"),
-            F.expr(f"max({value})").alias(f"max:{column}"),
-        ]
+        kind = type(df.schema[column].dataType)
+        for bound in ("min", "max"):
+            value = f"{bound}({_quoted(column)})"
+            if kind is T.TimestampType:
+                value = f"unix_micros({value})"
+            elif kind in (T.DateType, T.TimestampNTZType):
+                value = f"CAST({value} AS STRING)"
+            aggregates.append(F.expr(value).alias(f"{bound}:{column}"))
     return aggregates
 
 
@@ -150,8 +153,9 @@ def key_ranges(df: DataFrame, profile: Profile, columns: list[str]) -> tuple[Key
         low, high = profile.values.get(f"min:{column}"), profile.values.get(f"max:{column}")
         if low is None or high is None:
             return ()
-        if isinstance(df.schema[column].dataType, T.TimestampType):
-            low, high = _utc_instant(low), _utc_instant(high)
+        parse = _BOUND_PARSERS.get(type(df.schema[column].dataType))
+        if parse is not None:
+            low, high = parse(low), parse(high)
         ranges.append(KeyRange(column, low, high))
     return tuple(ranges)
 
@@ -159,6 +163,20 @@ def key_ranges(df: DataFrame, profile: Profile, columns: list[str]) -> tuple[Key
 def _utc_instant(micros: int) -> datetime:
     seconds, fraction = divmod(micros, 1_000_000)
     return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=fraction)
+
+
+def _naive_instant(text: str) -> datetime:
+    """Spark's text of a timestamp_ntz ("2024-03-04 10:30:00.5": the fraction without trailing zeros)."""
+    whole, _, fraction = text.partition(".")
+    instant = datetime.strptime(whole, "%Y-%m-%d %H:%M:%S")
+    return instant.replace(microsecond=int(fraction.ljust(6, "0"))) if fraction else instant
+
+
+_BOUND_PARSERS = {
+    T.TimestampType: _utc_instant,
+    T.DateType: date.fromisoformat,
+    T.TimestampNTZType: _naive_instant,
+}
 
 
 _FIXED_WIDTH = {

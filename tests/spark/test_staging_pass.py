@@ -1,19 +1,23 @@
 """Staging computes the batch from the source once, whatever the disposition and writer: every check
-and count comes out of that pass or out of the rows it produced. (Where aggregates cannot ride on the
-pass, PySpark before 4 and Spark Connect, a batch with key columns has its raw null keys counted in a
-job of its own.) A load planned again after another writer changed the table's schema takes its batch
-from that pass too, never from the source again."""
+and count comes out of that pass or out of the rows it produced. (On Spark Connect, where aggregates
+do not ride on the pass, a batch with key columns has its raw null keys counted in a job of its own.)
+A load planned again after another writer changed the table's schema takes its batch from that pass
+too, never from the source again."""
 
 from __future__ import annotations
 
 import logging
+from datetime import date, datetime, timezone
 
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import DuplicateKeyError, load, run_load, staged_arrow
+from airflow_provider_deltamerge.plan.pruning import KeyRange
 from airflow_provider_deltamerge.spark.profile import observes_in_pass
+from airflow_provider_deltamerge.spark.stage import stage_batch
+from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 from tests.helpers import read_rows
 
 ROWS = 40
@@ -73,8 +77,8 @@ def staging_route(request, monkeypatch, spark):
 
 
 def passes_over_the_source(spark, keyed: bool) -> int:
-    """One; two for a batch with key columns where aggregates cannot ride on staging's pass (PySpark
-    before 4, Spark Connect): the raw batch's null keys are then counted in a job of their own."""
+    """One; two for a batch with key columns where aggregates cannot ride on staging's pass (Spark
+    Connect): the raw batch's null keys are then counted in a job of their own."""
     return 1 if observes_in_pass(spark.range(1)) or not keyed else 2
 
 
@@ -138,3 +142,32 @@ def test_a_load_planned_again_on_a_changed_schema_takes_its_batch_from_the_one_p
     assert rows[6] == {"id": 6, "name": "new-6", "score": None}
     assert rows[100] == {"id": 100, "name": "other", "score": 1.5}
     assert info.metrics["numTargetRowsUpdated"] == 5 and info.metrics["numTargetRowsInserted"] == ROWS - 5
+
+
+def test_the_pass_bounds_every_kind_of_key_with_python_values(spark):
+    """The key ranges staging's pass observes (for pruning merges) are Python values of the key's kind:
+    integers, text, dates, timestamps (as UTC instants) and timestamp_ntz, in every supported PySpark."""
+    batch = spark.sql(
+        "SELECT * FROM VALUES "
+        "(9, 'b', DATE'2024-01-31', TIMESTAMP'2024-03-04 10:30:00.5+00:00',"
+        " TIMESTAMP_NTZ'2024-03-04 10:30:00'),"
+        "(3, 'a', DATE'0999-01-02', TIMESTAMP'2024-03-04 12:00:00+00:00',"
+        " TIMESTAMP_NTZ'2024-03-04 10:30:00.25')"
+        " AS batch(n, s, d, ts, ntz)"
+    )
+    keys = ("n", "s", "d", "ts", "ntz")
+    upsert = WriteDisposition("merge", "upsert")
+    staged = stage_batch(batch, upsert, TableHints(primary_key=keys), "load-1")
+
+    assert staged.key_ranges == (
+        KeyRange("n", 3, 9),
+        KeyRange("s", "a", "b"),
+        KeyRange("d", date(999, 1, 2), date(2024, 1, 31)),
+        KeyRange(
+            "ts",
+            datetime(2024, 3, 4, 10, 30, 0, 500000, tzinfo=timezone.utc),
+            datetime(2024, 3, 4, 12, tzinfo=timezone.utc),
+        ),
+        KeyRange("ntz", datetime(2024, 3, 4, 10, 30), datetime(2024, 3, 4, 10, 30, 0, 250000)),
+    )
+    assert (staged.rows_extracted, staged.rows_staged) == (2, 2)
