@@ -299,10 +299,17 @@ def _stage(spark, writer, request: LoadRequest, batch, table, child_tables, load
     collect = staged_arrow.staging_collection(
         spark, writer, request, batch, table, replace_where, child_tables
     )
-    if collect is None:
-        return stage_batch(batch, request.disposition, request.hints, load_id)
-    staged = stage_batch(batch, request.disposition, request.hints, load_id, collect)
+    staged = stage_batch(
+        batch, request.disposition, request.hints, load_id, collect, _partitions_to_name(request, table)
+    )
     return staged_arrow.checked(staged, request, table) if staged.arrow is not None else staged
+
+
+def _partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
+    """The partition columns whose values in the batch a merge condition may name: those of an existing
+    table a merge other than scd2 goes into (scd2 plans are not bounded, and a new table is written)."""
+    merges = request.disposition.disposition == "merge" and request.disposition.scd2 is None
+    return tuple(table.partition_columns) if merges and table is not None else ()
 
 
 def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None):

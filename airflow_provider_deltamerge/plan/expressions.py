@@ -47,7 +47,15 @@ class And:
     operands: tuple[Expr, ...]
 
 
-Expr = Col | Lit | Cmp | IsNull | Not | And
+@dataclass(frozen=True)
+class In:
+    """operand IN (values...): one of the listed values."""
+
+    operand: Expr
+    values: tuple[Expr, ...]
+
+
+Expr = Col | Lit | Cmp | IsNull | Not | And | In
 
 
 def eq(left: Expr, right: Expr) -> Cmp:
@@ -104,6 +112,9 @@ def render(expr: Expr, dialect: Dialect) -> str:
         return f"NOT ({render(expr.operand, dialect)})"
     if isinstance(expr, And):
         return " AND ".join(f"({render(o, dialect)})" for o in expr.operands)
+    if isinstance(expr, In):
+        listed = ", ".join(render(v, dialect) for v in expr.values)
+        return f"{render(expr.operand, dialect)} IN ({listed})"
     raise TypeError(f"not an expression: {expr!r}")
 
 

@@ -6,6 +6,11 @@ batch row on that key, so bounding the join by the range changes no outcome, whi
 statistics lie outside it is left unread and unrewritten. Plans whose clauses act on target rows the
 batch does not match (scd2's not-matched-by-source retirements) or that match on keys read from the
 target are never bounded.
+
+Where a key column partitions the table and the batch holds few of its values, the bound names them
+(`t.day IN (...)`) instead of spanning their range: a range of partitions takes in every partition
+between the batch's lowest and highest, read by a streamed delta-rs merge and by Delta's own MERGE, and
+it is the commit's read predicate, so a concurrent load into a partition in between would conflict.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from .expressions import TARGET, And, Cmp, Col, Expr, Lit, all_of
+from .expressions import TARGET, And, Cmp, Col, Expr, In, Lit, all_of
 from .merge import MergePlan, Operation, SourceShape
 
 _BOUNDED_SHAPES = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
@@ -22,19 +27,25 @@ _BOUNDED_SHAPES = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DEL
 
 @dataclass(frozen=True)
 class KeyRange:
-    """min and max of one key column over a batch (ints, text, dates or timestamps)."""
+    """min and max of one key column over a batch (ints, text, dates or timestamps); for a column that
+    partitions the table, also the batch's distinct values, sorted, where they are few (else empty)."""
 
     column: str
     low: int | str | date | datetime
     high: int | str | date | datetime
+    values: tuple[int | str | date, ...] = ()
 
 
 def target_bounds(ranges: tuple[KeyRange, ...]) -> Expr | None:
-    """low <= t.col <= high for each range, ANDed; None without ranges."""
-    bounds = []
+    """t.col IN (values) for each range that lists its values, low <= t.col <= high for the others,
+    ANDed; None without ranges."""
+    bounds: list[Expr] = []
     for r in ranges:
         column = Col(r.column, TARGET)
-        bounds += [Cmp(">=", column, Lit(r.low)), Cmp("<=", column, Lit(r.high))]
+        if r.values:
+            bounds.append(In(column, tuple(Lit(v) for v in r.values)))
+        else:
+            bounds += [Cmp(">=", column, Lit(r.low)), Cmp("<=", column, Lit(r.high))]
     return all_of(*bounds) if bounds else None
 
 

@@ -22,7 +22,7 @@ from ..errors import NullKeyError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
 from ..plan.pruning import KeyRange
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import frames, profile
+from . import frames, partition_values, profile
 from .scd2 import rows_and_retires
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class StagedBatch:
     df: DataFrame  # materialised; data columns, system columns, and __hd where hard deletes apply
     rows_extracted: int
     rows_staged: int
-    key_ranges: tuple[KeyRange, ...] = ()  # min and max of the key columns, for pruning merges
+    key_ranges: tuple[KeyRange, ...] = ()  # min and max of the key columns (partitions named), for pruning
     arrow_bytes: int = 0  # the staged batch's size as Arrow, estimated before any transfer
     arrow: Any = None  # pyarrow.Table: the batch collected by staging's pass; `df` is then not materialised
     aligned_to: Any = None  # the table schema `arrow` was aligned to (see staged_arrow.py)
@@ -53,11 +53,14 @@ def stage_batch(
     hints: TableHints,
     load_id: str,
     collect: Callable[[DataFrame], Any] | None = None,
+    partition_by: tuple[str, ...] = (),
 ) -> StagedBatch:
     """Key checks, dedup, hard-delete flags and system columns, computed from the source in one pass
     that materialises the batch and profiles it (spark/profile.py). `collect` (given only where the
     aggregates ride on the pass) turns the staged DataFrame into the Arrow table the writer takes; that
-    collection is then the pass, and the caller checks an upsert's unique keys in the Arrow data."""
+    collection is then the pass, and the caller checks an upsert's unique keys in the Arrow data.
+    `partition_by`: the partition columns of the table merged into, whose values in the batch the key
+    ranges list (spark/partition_values.py)."""
     keys = {k: v for k, v in {"primary_key": hints.primary_key, "merge_key": hints.merge_key}.items() if v}
     if _lacks_columns(df, keys, disposition, hints):  # refused, or an empty batch: the checks as before
         if frames.check_key_columns(df, keys) == 0:
@@ -98,6 +101,7 @@ def stage_batch(
     outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
     frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
     ranges = profile.key_ranges(staged, after, ranged)
+    ranges = partition_values.with_partitions(ranges, staged, arrow, partition_by)
     size = arrow.nbytes if arrow is not None else profile.arrow_bytes(staged, after)
     return StagedBatch(staged, before.rows, after.rows, ranges, size, arrow)
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_deltamerge import Incremental, load, run_load
-from airflow_provider_deltamerge.delta import recovery, store
+from airflow_provider_deltamerge.delta import arrow_stream, recovery, store
 from airflow_provider_deltamerge.errors import ConflictError
 from tests.faults import InjectedFault
 from tests.helpers import read_rows
@@ -274,3 +274,69 @@ def test_a_conflict_reported_after_the_commit_landed_returns_that_commit(spark, 
     first = store.read_loads(dataset)[0]["load_id"]
     version_of = assert_recorded_once_at_own_commit(dataset, [first, info.load_id], rows_loaded=6)
     assert info.table_version == version_of[info.load_id] == 1
+
+
+def load_days_1_and_5_while_day_3_is_loaded(spark, dataset, monkeypatch, strategy: str, **keys):
+    """Into a table partitioned by day with 3 rows a day (days 1-5), a batch of days 1 and 5, during whose
+    commit a load into day 3 lands first. The batch is streamed into delta-rs where that writer runs,
+    whose merge then reads only what its condition bounds. (its LoadInfo, commit steps taken, rows)"""
+
+    def load_days(rows: list[dict]):
+        return run_load(
+            rows,
+            spark=spark,
+            dataset=dataset,
+            table_name=TABLE,
+            pipeline_name=PIPELINE,
+            write_disposition={"disposition": "merge", "strategy": strategy},
+            columns={"day": {"partition": True}},
+            **keys,
+        )
+
+    load_days([{"day": day, "id": n, "v": "old"} for day in range(1, 6) for n in range(3)])
+    monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)
+    commits = []
+
+    def day_3_loaded_meanwhile(step: str) -> None:
+        if step == "commit":
+            commits.append(step)
+            if len(commits) == 1:  # the batch of days 1 and 5 is planned: day 3 commits first
+                load_days([{"day": 3, "id": 5, "v": "meanwhile"}])
+
+    monkeypatch.setattr(load, "checkpoint", day_3_loaded_meanwhile)
+    info = load_days([{"day": 1, "id": 0, "v": "new"}, {"day": 5, "id": 7, "v": "new"}])
+    rows = {(r["day"], r["id"]): r["v"] for r in read_rows(f"{dataset}/{TABLE}")}
+    return info, len(commits), rows
+
+
+def test_an_upsert_naming_its_partitions_lands_beside_a_load_into_a_partition_between(
+    spark, dataset, monkeypatch
+):
+    """Keyed by day and id, the batch's merge condition names days 1 and 5 instead of spanning days 1-5
+    (collected by staging: the days are read from its Arrow data), so it neither reads day 3 nor
+    conflicts with the load into it: it lands on its first attempt."""
+    info, commit_steps, rows = load_days_1_and_5_while_day_3_is_loaded(
+        spark, dataset, monkeypatch, "upsert", primary_key=("day", "id")
+    )
+
+    assert commit_steps == 2, "the batch of days 1 and 5 was planned again after the load into day 3"
+    assert info.table_version == 2
+    assert (info.metrics["numTargetRowsUpdated"], info.metrics["numTargetRowsInserted"]) == (1, 1)
+    assert len(rows) == 17
+    assert (rows[(1, 0)], rows[(5, 7)], rows[(3, 5)], rows[(3, 0)]) == ("new", "new", "meanwhile", "old")
+
+
+def test_a_delete_insert_of_whole_partitions_lands_beside_a_load_into_a_partition_between(
+    spark, dataset, monkeypatch
+):
+    """Replacing days 1 and 5 by merge key (staged in Spark: the days come from a job over the staged
+    batch), the merge condition names the two days, so the load into day 3 does not make it plan again."""
+    info, commit_steps, rows = load_days_1_and_5_while_day_3_is_loaded(
+        spark, dataset, monkeypatch, "delete-insert", merge_key="day"
+    )
+
+    assert commit_steps == 2, "the batch of days 1 and 5 was planned again after the load into day 3"
+    assert info.table_version == 2
+    assert (info.metrics["numTargetRowsDeleted"], info.metrics["numTargetRowsInserted"]) == (6, 2)
+    assert sorted(rows) == [(1, 0), (2, 0), (2, 1), (2, 2), (3, 5), (4, 0), (4, 1), (4, 2), (5, 7)]
+    assert (rows[(1, 0)], rows[(3, 5)], rows[(5, 7)]) == ("new", "meanwhile", "new")

@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 
 from airflow_provider_deltamerge import DuplicateKeyError, load, run_load, staged_arrow
 from airflow_provider_deltamerge.plan.pruning import KeyRange
+from airflow_provider_deltamerge.spark import partition_values
 from airflow_provider_deltamerge.spark.profile import observes_in_pass
 from airflow_provider_deltamerge.spark.stage import stage_batch
 from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
@@ -171,3 +172,24 @@ def test_the_pass_bounds_every_kind_of_key_with_python_values(spark):
         KeyRange("ntz", datetime(2024, 3, 4, 10, 30), datetime(2024, 3, 4, 10, 30, 0, 250000)),
     )
     assert (staged.rows_extracted, staged.rows_staged) == (2, 2)
+
+
+def test_key_columns_partitioning_the_table_list_their_values_in_the_batch_where_few(spark, monkeypatch):
+    """Their values name the partitions a merge reads (plan/pruning.py); from a Spark job over the staged
+    batch here, sorted, each once. Over partition_values.MAX_NAMED values, the range alone bounds it."""
+    batch = spark.sql(
+        "SELECT * FROM VALUES (5, 'eu', DATE'2024-01-05', 1), (1, 'us', DATE'2024-01-01', 2),"
+        " (5, 'eu', DATE'2024-01-05', 3) AS batch(n, r, d, id)"
+    )
+    upsert, hints = WriteDisposition("merge", "upsert"), TableHints(primary_key=("n", "r", "d", "id"))
+    staged = stage_batch(batch, upsert, hints, "load-1", partition_by=("n", "r", "d"))
+
+    assert [r.values for r in staged.key_ranges] == [
+        (1, 5),
+        ("eu", "us"),
+        (date(2024, 1, 1), date(2024, 1, 5)),
+        (),  # id does not partition the table
+    ]
+    monkeypatch.setattr(partition_values, "MAX_NAMED", 1)
+    staged = stage_batch(batch, upsert, hints, "load-1", partition_by=("n",))
+    assert staged.key_ranges[0] == KeyRange("n", 1, 5)

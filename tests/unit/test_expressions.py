@@ -14,6 +14,7 @@ from airflow_provider_deltamerge.plan.expressions import (
     And,
     Cmp,
     Col,
+    In,
     IsNull,
     Lit,
     Not,
@@ -88,6 +89,16 @@ def test_comparisons_and_logic():
     assert render(Not(Col("__hd", SOURCE)), DATAFUSION) == 'NOT (s."__hd")'
     both = And((eq(Col("a"), Lit(1)), Not(IsNull(Col("b")))))
     assert render(both, SPARKISH) == "(`a` = 1) AND (NOT (`b` IS NULL))"
+
+
+def test_a_list_of_values_per_dialect():
+    days = In(Col("day", TARGET), (Lit(date(2024, 1, 1)), Lit(date(2024, 1, 5))))
+    assert render(days, SPARKISH) == "t.`day` IN (DATE '2024-01-01', DATE '2024-01-05')"
+    assert render(days, DATAFUSION) == (
+        "t.\"day\" IN (arrow_cast('2024-01-01', 'Date32'), arrow_cast('2024-01-05', 'Date32'))"
+    )
+    regions = In(Col("region"), (Lit("eu"), Lit("O'Brien")))
+    assert render(regions, DATAFUSION) == "\"region\" IN ('eu', 'O''Brien')"
 
 
 def test_all_of_and_keys_equal():

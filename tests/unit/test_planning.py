@@ -168,3 +168,17 @@ def test_a_merge_is_bounded_by_the_batch_key_ranges_only_where_no_unmatched_targ
         WriteDisposition("append"), hints, table_exists=True, batch_empty=False, hard_delete=False
     )
     assert bounded(append, ranges) == append
+
+
+def test_a_merge_names_the_partitions_of_the_batch_where_it_lists_them():
+    from airflow_provider_deltamerge.plan.expressions import Cmp, Col, In, Lit
+    from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded
+
+    hints = TableHints(primary_key=("day", "id"))
+    upsert = plan_load(
+        WriteDisposition("merge", "upsert"), hints, table_exists=True, batch_empty=False, hard_delete=False
+    )
+    ranges = (KeyRange("day", 1, 30, values=(1, 30)), KeyRange("id", 5, 9))
+    bounds = bounded(upsert, ranges).on.operands[-3:]
+    assert bounds[0] == In(Col("day", "t"), (Lit(1), Lit(30)))  # days 2-29 are neither read nor locked
+    assert bounds[1:] == (Cmp(">=", Col("id", "t"), Lit(5)), Cmp("<=", Col("id", "t"), Lit(9)))
