@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import Incremental, load, run_load
 from airflow_provider_deltamerge.delta import arrow_stream, recovery, store
@@ -164,6 +165,22 @@ def test_twelve_appends_outside_airflow_at_once_all_land_once(spark, dataset, mo
     assert first.table_version == 0
     assert_each_load_recorded_once(dataset, [first, *infos], rows_loaded=39)
     assert len(commit_attempts) == 12, "appends of different loads conflicted with one another"
+
+
+def test_loads_recording_themselves_while_the_state_tables_are_compacted_are_each_recorded_once(
+    spark, dataset, monkeypatch
+):
+    """With the state tables compacted after nearly every row (store.COMPACT_AT_FILES), twelve loads
+    recording at once still leave one row each: a compaction and a row write that overlap never both
+    keep a copy of the same row."""
+    monkeypatch.setattr(store, "COMPACT_AT_FILES", 2)
+    first = append(spark, dataset, batch(0))
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        infos = list(pool.map(lambda n: append(spark, dataset, batch(3 * n)), range(1, 13)))
+
+    assert_each_load_recorded_once(dataset, [first, *infos], rows_loaded=39)
+    files = len(DeltaTable(f"{dataset}/{store.LOADS_TABLE}").file_uris())
+    assert files < 13, "no compaction landed: each of the 13 rows is still a file of its own"
 
 
 def test_twelve_upserts_at_once_are_planned_again_until_all_land(spark, dataset):

@@ -167,3 +167,27 @@ def test_pipeline_state_newest_completed_load_wins(dataset):
     assert DeltaTable(f"{dataset}/_dlt_pipeline_state").to_pyarrow_table().num_rows == 4
     assert store.latest_state(dataset, "crm", "users") == {"last_value": 40}
     assert len(loads_table(dataset)) == 4
+
+
+def test_the_state_tables_are_compacted_once_their_rows_fill_many_files(dataset, monkeypatch):
+    """Each recorded row is a file of its own and every load reads both tables whole: past
+    store.COMPACT_AT_FILES files, the writer of a row compacts the table into one, and every row reads
+    as it was written; a row replaced later is replaced inside the compacted file."""
+    monkeypatch.setattr(store, "COMPACT_AT_FILES", 3)
+
+    def record(n: int, metrics: dict) -> store.LoadRecord:
+        return store.LoadRecord(f"1700000000.00000{n}", "crm", "users", n, metrics, state={"last_value": n})
+
+    for n in range(1, 8):
+        store.record_load(store.StoreSnapshot.read(dataset), record(n, {"rows": n}))
+
+    for table in ("_dlt_loads", "_dlt_pipeline_state"):
+        assert len(DeltaTable(f"{dataset}/{table}").file_uris()) <= 3, f"{table} was not compacted"
+    expected = [(f"1700000000.00000{n}", n, {"rows": n}) for n in range(1, 8)]
+    assert [(r["load_id"], r["table_version"], r["metrics"]) for r in store.read_loads(dataset)] == expected
+    assert store.latest_state(dataset, "crm", "users") == {"last_value": 7}
+
+    store.write_load_row(store.StoreSnapshot(dataset, [], []), record(2, {"rows": 20}))  # its own record
+    assert [r["metrics"] for r in store.read_loads(dataset)] == [
+        {"rows": 20 if n == 2 else n} for n in range(1, 8)
+    ]
