@@ -46,16 +46,20 @@ def append(spark, dataset: str, rows: list[dict], run_context: dict | None = Non
     )
 
 
-def upsert(spark, dataset: str, rows: list[dict]):
+def merge(spark, dataset: str, rows: list[dict], strategy: str, **hints):
     return run_load(
         rows,
         spark=spark,
         dataset=dataset,
         table_name=TABLE,
         pipeline_name=PIPELINE,
-        write_disposition={"disposition": "merge", "strategy": "upsert"},
-        primary_key="id",
+        write_disposition={"disposition": "merge", "strategy": strategy},
+        **hints,
     )
+
+
+def upsert(spark, dataset: str, rows: list[dict]):
+    return merge(spark, dataset, rows, "upsert", primary_key="id")
 
 
 def airflow_task(number: int) -> dict:
@@ -299,16 +303,7 @@ def load_days_1_and_5_while_day_3_is_loaded(spark, dataset, monkeypatch, strateg
     whose merge then reads only what its condition bounds. (its LoadInfo, commit steps taken, rows)"""
 
     def load_days(rows: list[dict]):
-        return run_load(
-            rows,
-            spark=spark,
-            dataset=dataset,
-            table_name=TABLE,
-            pipeline_name=PIPELINE,
-            write_disposition={"disposition": "merge", "strategy": strategy},
-            columns={"day": {"partition": True}},
-            **keys,
-        )
+        return merge(spark, dataset, rows, strategy, columns={"day": {"partition": True}}, **keys)
 
     load_days([{"day": day, "id": n, "v": "old"} for day in range(1, 6) for n in range(3)])
     monkeypatch.setattr(arrow_stream, "IN_MEMORY_BYTES", 0)
