@@ -95,16 +95,14 @@ class LoadRecord:
 
 
 def read_table(path: str, storage_options: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """Every row of one state table; the only place their rows are read. A table that is not there yet
-    is empty; something else in its place, or a store that refuses the read, is refused before the load
-    commits anything."""
+    """Every row of one state table (read by `_all_rows`). A table that is not there yet is empty;
+    something else in its place, or a store that refuses the read, is refused before the load commits
+    anything."""
     local = local_path(path)
     if local is not None and os.path.exists(local) and not os.path.isdir(local):
         raise StoreError(path, "is a file, where this dataset keeps a Delta table; move the file away")
     try:
-        table = DeltaTable(path, storage_options=storage_options)
-        # One thread: deltalake 1.6's threaded to_pyarrow_table() can abort the process at exit.
-        return table.to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
+        return _all_rows(DeltaTable(path, storage_options=storage_options)).to_pylist()
     except TableNotFoundError:
         if local is not None and os.path.isdir(local) and os.listdir(local):
             raise StoreError(path, "holds files but no Delta table (no _delta_log); move them away") from None
@@ -113,6 +111,12 @@ def read_table(path: str, storage_options: dict[str, str] | None = None) -> list
         if local is not None:
             raise
         raise unreadable_store(path, exc, storage_options) from None
+
+
+def _all_rows(table: DeltaTable) -> pa.Table:
+    """The table version's rows, on one thread: deltalake 1.6's threaded to_pyarrow_table() can abort
+    the process at exit. The only place the state tables' rows are read."""
+    return table.to_pyarrow_dataset().to_table(use_threads=False)
 
 
 @dataclass
@@ -322,8 +326,9 @@ def _write_row(
                     predicate=_equals(key, load_id),
                     commit_properties=properties,
                 )
-            if _written(path, load_id, storage_options):
-                _compact_if_fragmented(path, storage_options)
+            written = DeltaTable(path, storage_options=storage_options)
+            if _written(written, load_id):
+                _compact_if_fragmented(written)
                 return
             log.warning("a row written to %s was lost to a concurrent writer; writing it again", path)
         except CommitFailedError:
@@ -353,13 +358,13 @@ def _open_or_create(
             return None
 
 
-def _written(path: str, load_id: str, storage_options: dict | None) -> bool:
+def _written(table: DeltaTable, load_id: str) -> bool:
     """Whether a commit writing the load's row is among the table's newest."""
-    history = DeltaTable(path, storage_options=storage_options).history(_WRITTEN_SEARCH_DEPTH)
+    history = table.history(_WRITTEN_SEARCH_DEPTH)
     return any(e.get(_RECORD_KEY) == load_id for e in history)
 
 
-def _compact_if_fragmented(path: str, storage_options: dict | None) -> None:
+def _compact_if_fragmented(table: DeltaTable) -> None:
     """One file for the whole table where it is in more than COMPACT_AT_FILES, rows unchanged.
 
     The table is overwritten with its own rows, not OPTIMIZEd: deltalake 1.6 commits two OPTIMIZEs of the
@@ -367,16 +372,15 @@ def _compact_if_fragmented(path: str, storage_options: dict | None) -> None:
     (and an overwrite planned before a row's write, and a row's write planned before an overwrite). The
     row is written already, so nothing here fails the load: a concurrent writer's commit wins over the
     compaction, and a later load compacts the table."""
+    files = len(table.file_uris())
+    if files <= COMPACT_AT_FILES:
+        return
     try:
-        table = DeltaTable(path, storage_options=storage_options)
-        files = len(table.file_uris())
-        if files <= COMPACT_AT_FILES:
-            return
-        rows = table.to_pyarrow_dataset().to_table(use_threads=False)  # one thread: see read_table
+        rows = _all_rows(table)
         write_deltalake(table, rows, mode="overwrite")
-        log.info("compacted %s: %d rows from %d files into one", path, rows.num_rows, files)
+        log.info("compacted %s: %d rows from %d files into one", table.table_uri, rows.num_rows, files)
     except (DeltaError, OSError) as exc:  # CommitFailedError among them
-        log.info("%s not compacted, left for a later load (%s)", path, exc)
+        log.info("%s not compacted, left for a later load (%s)", table.table_uri, exc)
 
 
 def _equals(column: str, text: str) -> str:
