@@ -610,9 +610,9 @@ def partitions_read(condition, partition_columns):
     writer renders it): Delta prunes by the conjuncts on target partition columns and literals alone."""
     column = "|".join(map(re.escape, partition_columns)) or "(?!)"
     named = re.findall(rf"t\.`({column})` IN \(([^)]*)\)", condition)
-    bounded = re.findall(rf"t\.`({column})` (>=|<=|=|<|>) (-?\d+)\b", condition)
+    ranged = re.findall(rf"t\.`({column})` (>=|<=|=|<|>) (-?\d+)\b", condition)
     tests = [lambda v, c=c, vs=vs: str(v.get(c)) in vs.split(", ") for c, vs in named]
-    tests += [lambda v, c=c, op=op, n=n: COMPARE[op](v.get(c, 0), int(n)) for c, op, n in bounded]
+    tests += [lambda v, c=c, op=op, n=n: COMPARE[op](v.get(c, 0), int(n)) for c, op, n in ranged]
     return lambda values: all(t(values) for t in tests)
 
 
