@@ -377,9 +377,23 @@ RACING_LOADS = {  # disposition: (arguments, batch, the ids and values the table
         [{"id": 9, "day": 1, "v": "new"}],
         {9: "new"} | {n: "old" for n in range(3, 6)},
     ),
+    "delete-insert by both keys": (  # its source holds the target's keys of day 1 and of the batch's ids
+        {
+            "write_disposition": {"disposition": "merge", "strategy": "delete-insert"},
+            "primary_key": "id",
+            "merge_key": "day",
+        },
+        [{"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(3, 6)},
+    ),
     "insert-only": (
         {"write_disposition": {"disposition": "merge", "strategy": "insert-only"}, "primary_key": "id"},
         [{"id": 0, "day": 1, "v": "new"}, {"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(6)},
+    ),
+    "scd2": (  # full extracts: the batch keeps every row and brings one more
+        {"write_disposition": {"disposition": "merge", "strategy": "scd2"}},
+        [*SEED[0], *SEED[1], {"id": 9, "day": 1, "v": "new"}],
         {9: "new"} | {n: "old" for n in range(6)},
     ),
     "window overwrite": (
@@ -400,8 +414,12 @@ def test_a_load_planned_before_an_optimize_commits_on_the_optimized_table(
     from airflow_provider_deltamerge.delta.maintenance import maintain_table
 
     arguments, rows, expected = RACING_LOADS[disposition]
-    for seed in SEED:
-        run_load(stamped(seed), spark=spark, dataset=dataset, table_name=TABLE, write_disposition="append")
+    # an scd2 table is loaded by scd2 only: two full extracts, the second bringing three more rows
+    seeds, seeded_by = (SEED, {"write_disposition": "append"})
+    if disposition == "scd2":
+        seeds, seeded_by = ([SEED[0], SEED[0] + SEED[1]], arguments)
+    for seed in seeds:
+        run_load(stamped(seed), spark=spark, dataset=dataset, table_name=TABLE, **seeded_by)
     optimized, commit_steps = [], []
 
     def optimize_before_the_first_commit(step: str) -> None:
