@@ -437,3 +437,32 @@ def test_a_load_planned_before_an_optimize_commits_on_the_optimized_table(
     assert info.table_version == metrics["table_version"] + 1
     assert len(commit_steps) == 2, "the load was not planned again on the optimized table"
     assert store.read_load(dataset, info.load_id)["table_version"] == info.table_version
+
+
+@pytest.mark.writer_independent
+def test_an_optimize_between_the_read_check_and_the_commit_fails_the_delta_rs_commit(
+    spark, dataset, monkeypatch
+):
+    """delta-rs: the check of what a replace read and its commit are two steps. An OPTIMIZE landing
+    between them takes the version the commit was checked for, so the commit fails instead of being
+    rebased over the OPTIMIZE (which would keep every old row), and the load is planned again."""
+    from airflow_provider_deltamerge.delta import read_check
+    from airflow_provider_deltamerge.delta.maintenance import maintain_table
+
+    for seed in SEED:
+        run_load(seed, spark=spark, dataset=dataset, table_name=TABLE, backend="delta-rs")
+    check, optimized = read_check.require_reads_current, []
+
+    def optimize_after_the_first_check(*args, **kwargs):
+        check(*args, **kwargs)
+        if not optimized:
+            optimized.append(maintain_table(dataset, TABLE, optimize=True, backend="delta-rs"))
+
+    monkeypatch.setattr(read_check, "require_reads_current", optimize_after_the_first_check)
+    rows = [{"id": 9, "day": 1, "v": "new"}]
+    info = run_load(
+        rows, spark=spark, dataset=dataset, table_name=TABLE, write_disposition="replace", backend="delta-rs"
+    )
+
+    assert {r["id"]: r["v"] for r in read_rows(f"{dataset}/{TABLE}")} == {9: "new"}
+    assert info.table_version == optimized[0]["table_version"] + 1
