@@ -14,13 +14,15 @@ def main(argv: list[str] | None = None) -> int:
     from deltalake.exceptions import DeltaError  # imported after parsing: `--help` stays fast
 
     from ..errors import DeltaMergeError
+    from ..spec.secrets import command_line_secrets, redact_text
     from .commands import COMMANDS
     from .render import print_json, render
 
     try:
         result = COMMANDS[args.command](args)
     except (DeltaMergeError, DeltaError, OSError) as exc:
-        print(f"deltamerge {args.command}: error: {exc}", file=sys.stderr)
+        secrets = command_line_secrets(sys.argv[1:] if argv is None else argv)
+        print(f"deltamerge {args.command}: error: {redact_text(str(exc), secrets)}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         print_json(result)
