@@ -11,9 +11,17 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
-from ..plan.nested import PARENT_ID, SEPARATOR, is_child_table_of
+from ..plan.nested import (
+    PARENT_ID,
+    SEPARATOR,
+    NestedPlan,
+    check_not_adopted,
+    check_root_table,
+    is_child_table_of,
+)
 from ..spec.naming import table_path
 from .storage import unreadable_store
+from .store import HISTORY_DEPTH, read_commits
 
 
 def existing_child_tables(dataset: str, root: str, storage_options: dict | None = None) -> tuple[str, ...]:
@@ -49,3 +57,36 @@ def _folders(dataset: str, storage_options: dict | None) -> list[str]:
 
 def _has_parent_key(path: str, storage_options: dict | None) -> bool:
     return PARENT_ID in {f.name for f in DeltaTable(path, storage_options=storage_options).schema().fields}
+
+
+def refuse_adopting_tables(
+    dataset: str,
+    root: str,
+    plan: NestedPlan,
+    written: tuple[str, ...],
+    existing: tuple[str, ...],
+    storage_options,
+) -> None:
+    """Refuse child tables of the load (`written`) that are not among root's (`existing`) and exist as
+    tables of their own or of another root (plan.nested.check_not_adopted); a history read each, only
+    for the child tables a load would create."""
+    new = [name for name in written if name not in existing]
+    check_not_adopted(root, plan, existing, _root_tables(dataset, new, storage_options))
+
+
+def refuse_loading_a_child_table(dataset: str, table: str, storage_options) -> None:
+    """Refuse loading directly into a child table of another table (its name holds the separator, and
+    its commits name a root table)."""
+    if SEPARATOR in table:
+        check_root_table(table, _root_tables(dataset, [table], storage_options).get(table, ()))
+
+
+def _root_tables(dataset: str, names, storage_options) -> dict[str, set[str | None]]:
+    """For each of `names` that is a table: the `root_table` its recent loads' commits name (None for a
+    commit of a table loaded on its own)."""
+    found = {}
+    for name in names:
+        commits = read_commits(table_path(dataset, name), HISTORY_DEPTH, storage_options)
+        if commits:
+            found[name] = {c.metadata.get("root_table") for c in commits if c.load_id}
+    return found

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, SourceError
+from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, RowIdError, SourceError
 from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from .profile import STORABLE_DATES, outside_storable_dates
@@ -109,6 +109,25 @@ def check_unique_keys(df: DataFrame, primary_key: tuple[str, ...], strategy: str
         raise DuplicateKeyError(primary_key, strategy, examples, duplicated.count())
 
 
+def check_row_ids(df: DataFrame, arrow=None) -> None:
+    """A `_dlt_id` column given in the data (kept, as dlt keeps it: `add_system_columns`) holds a unique,
+    non-null id per staged row; checked in the Arrow data where staging collected it, else in Spark."""
+    if arrow is not None:
+        import pyarrow.compute as pc
+
+        counts = pc.value_counts(arrow.column(ROW_ID).drop_null())
+        repeated = counts.filter(pc.greater(counts.field("counts"), 1)).field("values").to_pylist()
+        nulls = arrow.column(ROW_ID).null_count
+    else:
+        grouped = df.groupBy(ROW_ID).count().filter((F.col("count") > 1) | F.col(ROW_ID).isNull())
+        found = grouped.collect()  # no rows in the common case; at most the repeated ids otherwise
+        repeated = [r[ROW_ID] for r in found if r[ROW_ID] is not None]
+        nulls = next((r["count"] for r in found if r[ROW_ID] is None), 0)
+    if repeated or nulls:
+        examples = sorted(repeated, key=repr)[:DUPLICATE_EXAMPLES]
+        raise RowIdError(ROW_ID, int(nulls), examples, len(repeated))
+
+
 def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
     """The first `length` base64 characters of the SHA-256 of a string column: row ids, row versions,
     boundary hashes (one helper, so every hash of a row is spelled the same)."""
@@ -116,9 +135,10 @@ def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
 
 
 def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, ...] = ()) -> DataFrame:
-    """_dlt_load_id on every row; _dlt_id unique per row and load, or a hash of the primary key.
+    """_dlt_load_id on every row (one in the data is replaced); _dlt_id unique per row and load, or a hash
+    of the primary key.
 
-    A `_dlt_id` already in the data is kept, as dlt does.
+    A `_dlt_id` already in the data is kept, as dlt does (and checked: `check_row_ids`).
     """
     df = df.withColumn(LOAD_ID, F.lit(load_id))
     if ROW_ID in df.columns:
