@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 
 from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, RowIdError, SourceError
 from ..plan.merge import HARD_DELETE_FLAG
+from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from .profile import STORABLE_DATES, outside_storable_dates
 
@@ -24,6 +25,7 @@ INPUT_ORDER = HELPER_PREFIX + "ord"  # position of the row in the input, for det
 RANK = HELPER_PREFIX + "rank"
 DUPLICATE_EXAMPLES = 5
 ID_LENGTH = 14  # base64 characters of a row id or version hash: the length of dlt's ids
+CHILD_TABLE_COLUMNS = (PARENT_ID, LIST_INDEX, ROOT_ID)
 
 
 def with_input_order(df: DataFrame) -> DataFrame:
@@ -32,13 +34,22 @@ def with_input_order(df: DataFrame) -> DataFrame:
 
 def check_no_helper_columns(df: DataFrame, normalize: Callable[[str], str]) -> None:
     """Refuse data columns whose stored names start with the helper prefix: a load's own helper
-    columns (hard-delete flags, input order, delete keys) would be confused with them."""
+    columns (hard-delete flags, input order, delete keys) would be confused with them; and the columns
+    only child tables have (CHILD_TABLE_COLUMNS), by which a table is known as a child table."""
     taken = [c for c in df.columns if normalize(c).startswith(HELPER_PREFIX)]
     if taken:
         raise SourceError(
             f"column(s) {taken} start with {HELPER_PREFIX!r}, which is reserved for the columns a load "
             "adds while it stages a batch; nothing was loaded. Rename them in the source, or use "
             "naming='snake_case', which never produces that prefix"
+        )
+    child = [c for c in df.columns if normalize(c) in CHILD_TABLE_COLUMNS]
+    if child:
+        raise SourceError(
+            f"column(s) {child} are the columns that link a child table's rows to their parents "
+            f"({', '.join(CHILD_TABLE_COLUMNS)}); a table loaded with them would be taken for a child table "
+            "of another (and emptied or merged by that table's loads). Nothing was loaded. Rename or drop "
+            "them in the source."
         )
 
 

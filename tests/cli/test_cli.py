@@ -242,6 +242,19 @@ def test_errors_of_a_command_never_show_a_secret_of_its_command_line(tmp_path):
     assert SECRET not in done.stderr + done.stdout, done.stderr
 
 
+def test_any_failure_of_a_command_is_shown_without_the_secrets_of_its_command_line(monkeypatch, capsys):
+    from airflow_provider_deltamerge.cli import commands
+    from airflow_provider_deltamerge.cli.main import main
+
+    def fails(args):
+        raise RuntimeError(f"the store said: bad key {SECRET} for {args.dataset}")
+
+    monkeypatch.setitem(commands.COMMANDS, "loads", fails)
+    assert main(["loads", "/lake", "--storage-option", f"AWS_SECRET_ACCESS_KEY={SECRET}"]) == 1
+    stderr = capsys.readouterr().err
+    assert "RuntimeError: the store said: bad key *** for /lake" in stderr and SECRET not in stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -431,3 +431,16 @@ def test_fields_of_list_elements_named_as_child_system_columns_are_refused(spark
     error = refused(SourceError, spark, rows, dataset=dataset, table_name="u")
     assert "['_dlt_id']" in str(error) and "list column 'tags' of table 'u'" in str(error)
     assert everything(dataset) == before
+
+
+@pytest.mark.parametrize("column", ["_dlt_parent_id", "_dlt_list_idx", "_dlt_root_id"])
+def test_the_columns_of_child_tables_are_refused_in_a_batch(spark, dataset, column):
+    before = seeded(spark, dataset)
+    error = refused(SourceError, spark, [{"id": 1, column: "p"}], dataset=dataset, table_name="u")
+    assert f"['{column}'] are the columns that link a child table's rows" in str(error)
+    assert everything(dataset) == before
+
+
+def test_a_load_id_given_in_the_data_is_replaced_by_the_loads(spark, dataset):
+    info = run_load([{"id": 1, "_dlt_load_id": "mine"}], spark=spark, dataset=dataset, table_name="u")
+    assert [r["_dlt_load_id"] for r in read_rows(f"{dataset}/u", drop=())] == [info.load_id]
