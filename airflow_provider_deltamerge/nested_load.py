@@ -110,7 +110,7 @@ def split_nested(
     new = _new_tables_allowed(request, plan, existing) if root_exists else ()
     tables = tuple(sorted(set(plan.names) - set(new) | set(existing)))
     _refuse_unsupported(request, tables, replace_where)
-    refuse_adopting_tables(request.dataset, request.table, plan, tables, existing, request.store_options)
+    refuse_adopting_tables(request.dataset, request.table, plan, tables, existing, writer.history)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
     disposition = request.disposition
     root_key = (

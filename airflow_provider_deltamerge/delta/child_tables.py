@@ -21,7 +21,7 @@ from ..plan.nested import (
 )
 from ..spec.naming import table_path
 from .storage import unreadable_store
-from .store import HISTORY_DEPTH, read_commits
+from .store import HISTORY_DEPTH
 
 
 def existing_child_tables(dataset: str, root: str, storage_options: dict | None = None) -> tuple[str, ...]:
@@ -60,33 +60,28 @@ def _has_parent_key(path: str, storage_options: dict | None) -> bool:
 
 
 def refuse_adopting_tables(
-    dataset: str,
-    root: str,
-    plan: NestedPlan,
-    written: tuple[str, ...],
-    existing: tuple[str, ...],
-    storage_options,
+    dataset: str, root: str, plan: NestedPlan, written: tuple[str, ...], existing: tuple[str, ...], history
 ) -> None:
     """Refuse child tables of the load (`written`) that are not among root's (`existing`) and exist as
-    tables of their own or of another root (plan.nested.check_not_adopted); a history read each, only
-    for the child tables a load would create."""
+    tables of their own or of another root (plan.nested.check_not_adopted). `history` is the writer's
+    (path, limit) -> commits; it is read only for the child tables a load would create."""
     new = [name for name in written if name not in existing]
-    check_not_adopted(root, plan, existing, _root_tables(dataset, new, storage_options))
+    check_not_adopted(root, plan, existing, _root_tables(dataset, new, history))
 
 
-def refuse_loading_a_child_table(dataset: str, table: str, storage_options) -> None:
+def refuse_loading_a_child_table(dataset: str, table: str, history) -> None:
     """Refuse loading directly into a child table of another table (its name holds the separator, and
-    its commits name a root table)."""
+    its commits name a root table). `history`: the writer's (path, limit) -> commits."""
     if SEPARATOR in table:
-        check_root_table(table, _root_tables(dataset, [table], storage_options).get(table, ()))
+        check_root_table(table, _root_tables(dataset, [table], history).get(table, ()))
 
 
-def _root_tables(dataset: str, names, storage_options) -> dict[str, set[str | None]]:
+def _root_tables(dataset: str, names, history) -> dict[str, set[str | None]]:
     """For each of `names` that is a table: the `root_table` its recent loads' commits name (None for a
     commit of a table loaded on its own)."""
     found = {}
     for name in names:
-        commits = read_commits(table_path(dataset, name), HISTORY_DEPTH, storage_options)
+        commits = history(table_path(dataset, name), HISTORY_DEPTH)
         if commits:
             found[name] = {c.metadata.get("root_table") for c in commits if c.load_id}
     return found
