@@ -62,11 +62,10 @@ def _has_parent_key(path: str, storage_options: dict | None) -> bool:
 def refuse_adopting_tables(
     dataset: str, root: str, plan: NestedPlan, written: tuple[str, ...], existing: tuple[str, ...], history
 ) -> None:
-    """Refuse child tables of the load (`written`) that are not among root's (`existing`) and exist as
-    tables of their own or of another root (plan.nested.check_not_adopted). `history` is the writer's
-    (path, limit) -> commits; it is read only for the child tables a load would create."""
-    new = [name for name in written if name not in existing]
-    check_not_adopted(root, plan, existing, _root_tables(dataset, new, history))
+    """Refuse child tables of the load (`written`) that exist as tables of their own or of another root
+    (plan.nested.check_not_adopted). `history` is the writer's (path, limit) -> commits, read once per
+    child table the load writes."""
+    check_not_adopted(root, plan, existing, _root_tables(dataset, written, history))
 
 
 def refuse_loading_a_child_table(dataset: str, table: str, history) -> None:

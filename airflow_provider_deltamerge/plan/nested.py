@@ -201,24 +201,29 @@ def check_child_tables(plan: NestedPlan, dataset: str) -> None:
 def check_not_adopted(
     root: str, plan: NestedPlan, existing: Iterable[str], root_tables: Mapping[str, set[str | None]]
 ) -> None:
-    """Refuse child tables that would be written into a table that is not one of `root`'s: a table
-    loaded on its own, another root table's child table, or one written by another tool. `existing`:
-    root's child tables on storage; `root_tables`: for each other table of the plan that exists, the
-    `root_table` its loads' commits name (None for a commit of a table loaded on its own)."""
+    """Refuse child tables a load would write into a table that is not one of `root`'s: a table loaded
+    on its own, another root table's child table, or one written by another tool. `existing`: the
+    tables found as root's child tables on storage (by name and columns); `root_tables`: for each table
+    the load writes that exists, the `root_table` its loads' commits name (None for a commit of a table
+    loaded on its own). A table found as root's child table is another's where its commits name
+    another root; any other table is root's only where its commits name root alone (a concurrent
+    load of root may have created it)."""
     existing = set(existing)
-    for table in plan.tables:
-        if table.name in existing or table.name not in root_tables:
+    for name, owners in sorted(root_tables.items()):
+        others = sorted(o for o in owners if o not in (None, root))
+        if name in existing and not others or name not in existing and owners == {root}:
             continue
-        owners = root_tables[table.name]
-        if owners != {root}:  # a child table of root that a concurrent load created is root's alone
-            owner = next((o for o in sorted(owners, key=str) if o not in (None, root)), None)
-            what = f"a child table of {owner!r}" if owner else "a table of its own (not a child table of it)"
-            raise ConfigError(
-                "table_name",
-                f"the {source_of(table)} makes child table {table.name!r}, but the dataset holds table "
-                f"{table.name!r} already, which is {what}; nothing was loaded. Rename the list column in "
-                f"the source, or load {root!r} under another table name.",
-            )
+        what = f"a child table of {others[0]!r}" if others else "a table of its own (not a child table)"
+        made = (
+            f"the {source_of(plan.table(name))} makes child table {name!r}"
+            if name in plan.names
+            else f"{root!r} would write {name!r}, found beside it as one of its child tables"
+        )
+        raise ConfigError(
+            "table_name",
+            f"{made}, but the dataset's table {name!r} is {what}; nothing was loaded. Rename the list "
+            f"column in the source, or load {root!r} under another table name.",
+        )
 
 
 def check_root_table(table: str, root_tables: Iterable[str | None]) -> None:

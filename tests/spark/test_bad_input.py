@@ -330,7 +330,7 @@ def test_a_child_table_never_adopts_a_table_of_its_own(spark, dataset):
     before = everything(dataset)
     error = refused(ConfigError, spark, [{"id": 1, "tags": ["a", "b"]}], dataset=dataset, table_name="u")
     assert "list column 'tags' of table 'u' makes child table 'u__tags'" in str(error)
-    assert "which is a table of its own" in str(error)
+    assert "the dataset's table 'u__tags' is a table of its own" in str(error)
     assert everything(dataset) == before
     run_load([{"id": 1, "tags": "a,b"}], spark=spark, dataset=dataset, table_name="u")  # no list: no child
     assert read_rows(f"{dataset}/u__tags") == [{"id": 9, "tag": "mine"}]
@@ -360,6 +360,22 @@ def test_a_child_table_is_never_another_roots_child_table(spark, dataset):
         ConfigError, spark, [{"id": 2, "b__c": [3]}], dataset=dataset, table_name="a", naming="direct"
     )
     assert "makes child table 'a__b__c'" in str(error) and "a child table of 'a__b'" in str(error)
+    assert everything(dataset) == before
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"id": 2, "c": [3]}], "list column 'c' of table 'a__b' makes child table 'a__b__c'"),
+        ([{"id": 2}], "'a__b' would write 'a__b__c', found beside it as one of its child tables"),
+    ],
+)
+def test_a_table_never_takes_a_child_table_of_another_for_its_own(spark, dataset, rows, message):
+    run_load([{"id": 1, "b__c": [1, 2]}], spark=spark, dataset=dataset, table_name="a", naming="direct")
+    before = everything(dataset)
+    arguments = {"dataset": dataset, "table_name": "a__b", "naming": "direct", "write_disposition": "replace"}
+    error = refused(ConfigError, spark, rows, **arguments)
+    assert message in str(error) and "is a child table of 'a'" in str(error)
     assert everything(dataset) == before
 
 
