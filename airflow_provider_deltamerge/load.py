@@ -26,6 +26,7 @@ from typing import Any
 
 from . import earlier_loads, nested_load, staged_arrow
 from .delta import recovery, store
+from .delta.child_tables import refuse_loading_a_child_table
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
 from .delta.selection import select_writer
@@ -91,6 +92,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps = StepLog(request.table)
     set_hadoop_settings(spark, hadoop_settings(request.dataset, request.storage_options))
     writer = select_writer(request.backend, spark, request.store_options)
+    refuse_loading_a_child_table(request.dataset, request.table, writer.history)
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)
     commits = recovery.recent_commits(request, writer)
     recovered = recovery.record_unrecorded_loads(stored, request, commits)

@@ -31,13 +31,20 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .delta.child_tables import existing_child_tables
+from .delta.child_tables import existing_child_tables, refuse_adopting_tables
 from .delta.locking import creation_lock
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.writer import CommitRequest
 from .errors import ConfigError, ContractError, SchemaError
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
-from .plan.nested import ROOT_ID, NestedPlan, plan_child_commit, plan_nested, takes_root_key
+from .plan.nested import (
+    ROOT_ID,
+    NestedPlan,
+    check_child_tables,
+    plan_child_commit,
+    plan_nested,
+    takes_root_key,
+)
 from .plan.scd2 import Scd2Settings
 from .spark import frames
 from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
@@ -71,7 +78,9 @@ def child_tables_on_storage(request: LoadRequest) -> tuple[str, ...]:
 
 def _planned(request: LoadRequest, batch: DataFrame) -> NestedPlan:
     normalize = naming_convention(request.naming)
-    return plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    check_child_tables(plan, request.dataset)
+    return plan
 
 
 def plan_without_child_tables(
@@ -101,6 +110,7 @@ def split_nested(
     new = _new_tables_allowed(request, plan, existing) if root_exists else ()
     tables = tuple(sorted(set(plan.names) - set(new) | set(existing)))
     _refuse_unsupported(request, tables, replace_where)
+    refuse_adopting_tables(request.dataset, request.table, plan, tables, existing, writer.history)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
     disposition = request.disposition
     root_key = (
