@@ -56,6 +56,19 @@ def already_loaded(request: LoadRequest, stored: store.StoreSnapshot) -> LoadInf
     return loaded_before(request, stored, request.load_id) if request.load_id is not None else None
 
 
+def run_loaded_before(request: LoadRequest, stored: store.StoreSnapshot, load_id: str) -> LoadInfo | None:
+    """A re-run of a stateful incremental load whose run loaded the table already (plan/reruns.py)."""
+    log.warning(
+        "run %s (map index %s) loaded %s already as load %s; its window starts at the cursor that load "
+        "moved, so this attempt returns that load",
+        request.run.run_id,
+        request.run.map_index,
+        request.table_path,
+        load_id,
+    )
+    return loaded_before(request, stored, load_id)
+
+
 def loaded_before(request: LoadRequest, stored: store.StoreSnapshot, load_id: str) -> LoadInfo | None:
     row = stored.load(load_id)
     if row is None:

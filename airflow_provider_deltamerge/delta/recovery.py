@@ -128,6 +128,11 @@ def record_from_commit(commit) -> LoadRecord:
         "window_start": (window or {}).get("start"),
         "window_end": (window or {}).get("end"),
     }
+    map_index = (meta.get("run") or {}).get("map_index")
+    if map_index is not None:  # as the load's own metrics keep it (plan/reruns.py)
+        metrics["map_index"] = map_index
+    if meta.get("replaced_load_ids"):
+        metrics["replaced_load_ids"] = meta["replaced_load_ids"]
     if meta.get("tables") is not None:  # a load with child tables: each table's commit metrics
         root = {**commit.metrics, "table_version": commit.version}
         metrics["tables"] = {meta.get("table"): root, **meta["tables"]}

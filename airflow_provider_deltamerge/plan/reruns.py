@@ -1,0 +1,101 @@
+"""What a run loaded before this attempt, and which rows an append of it replaces (pure).
+
+The evidence is durable: the `_dlt_loads` rows of the table (after recovery has recorded every commit
+that landed unrecorded, whoever recovered it) and the table's commits, never what this attempt happened
+to see. One run of a task is its dag, task, run id and map index (`spec.run.RunContext.is_same_run`; a
+`_dlt_loads` row keeps the map index in its metrics).
+
+- A re-run of a run (an Airflow retry, or the task cleared after it succeeded) makes the run's rows those
+  of its latest attempt: an append deletes the rows of the run's earlier loads of the same window and
+  inserts its batch in ONE commit (`replace_predicate`); replace overwrites anyway; merge strategies
+  merge the batch again on its keys. A stateful incremental load (its window starts at the stored
+  cursor, which the earlier load moved) returns the run's earlier load instead (`returns_earlier`).
+- Mapped instances of one run (other map indexes) that load the same window keep each other's rows:
+  the window overwrite leaves the rows of their loads alone (`sibling_load_ids`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.naming import LOAD_ID
+from ..spec.options import WriteDisposition
+from ..spec.run import RunContext
+from .expressions import Col, Expr, In, Lit, Not, Or, all_of
+
+MAP_INDEX = "map_index"  # the metrics key that keeps a mapped instance's index in `_dlt_loads`
+
+
+def run_of_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The run identity a `_dlt_loads` row keeps: dag, task and run ids, and the map index (metrics)."""
+    return {
+        "dag_id": row.get("dag_id"),
+        "task_id": row.get("task_id"),
+        "run_id": row.get("run_id"),
+        MAP_INDEX: (row.get("metrics") or {}).get(MAP_INDEX),
+    }
+
+
+def map_index_metrics(run: RunContext) -> dict[str, int]:
+    """The metrics entry that records a mapped instance's index (none for an unmapped task)."""
+    return {MAP_INDEX: run.map_index} if run.map_index is not None else {}
+
+
+def earlier_loads_of_run(run: RunContext, recorded: list[dict]) -> list[dict]:
+    """The recorded loads of the table (`recorded`, `_dlt_loads` rows, oldest first) that this run made."""
+    return [row for row in recorded if run.is_same_run(run_of_record(row))]
+
+
+def returns_earlier(disposition: WriteDisposition, window) -> bool:
+    """Whether a re-run returns the run's earlier load instead of loading: a stateful incremental window
+    starts at the cursor the earlier load moved, so loading again would not load the same rows."""
+    return window is not None and window.stateful and disposition.disposition != "replace"
+
+
+def superseded_load_ids(disposition: WriteDisposition, earlier: list[dict], window) -> tuple[str, ...]:
+    """The loads whose rows an append of this run replaces: the run's earlier loads of the same window
+    (`spec.window.Window` or None), as `_dlt_loads` keeps its bounds."""
+    if disposition.disposition != "append":
+        return ()
+    bounds = window.as_dict() if window is not None else {}
+    start, end = _text(bounds.get("start")), _text(bounds.get("end"))
+    return tuple(r["load_id"] for r in earlier if (r["window_start"], r["window_end"]) == (start, end))
+
+
+def sibling_load_ids(run: RunContext, recorded: list[dict], commits) -> tuple[str, ...]:
+    """Loads of the table by other mapped instances of this run: `_dlt_loads` rows and the table's
+    commits (`LoggedCommit`s: those of siblings that have not recorded themselves yet)."""
+    if not run.in_airflow or run.map_index is None:
+        return ()
+    runs = [(r["load_id"], run_of_record(r)) for r in recorded]
+    runs += [(c.load_id, c.metadata.get("run") or {}) for c in commits if c.load_id]
+    return tuple(sorted({load_id for load_id, other in runs if _sibling(run, other)}))
+
+
+def _sibling(run: RunContext, other: dict[str, Any]) -> bool:
+    same_task_run = all(other.get(k) == getattr(run, k) for k in ("dag_id", "task_id", "run_id"))
+    return same_task_run and other.get(MAP_INDEX) is not None and other.get(MAP_INDEX) != run.map_index
+
+
+def replace_predicate(
+    window_rows: Expr | None, load_id: str, superseded: tuple[str, ...], siblings: tuple[str, ...] = ()
+) -> Expr | None:
+    """The rows an append replaces: the window's rows (`window_rows`) but those of sibling loads, and
+    the rows of the loads this one supersedes. The load's own id is listed, so that its rows match the
+    predicate (Delta checks that an overwrite's new rows do)."""
+    parts = []
+    if window_rows is not None:
+        parts.append(all_of(window_rows, Not(_load_id_in(siblings))) if siblings else window_rows)
+    if superseded:
+        parts.append(_load_id_in((*superseded, load_id)))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else Or(tuple(parts))
+
+
+def _load_id_in(load_ids: tuple[str, ...]) -> Expr:
+    return In(Col(LOAD_ID), tuple(Lit(i) for i in load_ids))
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
