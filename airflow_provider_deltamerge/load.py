@@ -102,18 +102,17 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         request.dataset,
         len(recovered),
     )
-    finished = earlier_loads.finish_interrupted_attempt(request, recovered)
-    finished = finished or earlier_loads.already_loaded(request, stored)
+    finished = earlier_loads.already_loaded(request, stored)
     if finished is not None:
         return finished
     earlier = reruns.earlier_loads_of_run(request.run, stored.loads_of(request.pipeline, request.table))
     table = writer.snapshot(spark, request.table_path)
     child_tables = nested_load.child_tables_on_storage(request)
-    load_id = request.load_id or nested_load.interrupted_load_id(request, stored, writer, child_tables)
-    load_id = load_id or new_load_id(after=stored.newest_load_id())
+    load_id, interrupted = _load_id(request, stored, writer, child_tables)
     opened = open_load_window(request, table, _cursor_state(request, stored, commits))
-    if earlier and reruns.returns_earlier(request.disposition, opened.window if opened else None):
-        return earlier_loads.run_loaded_before(request, stored, earlier[-1]["load_id"])
+    to_finish = reruns.load_to_finish(request.disposition, earlier, opened.window if opened else None)
+    if to_finish is not None:
+        return earlier_loads.finish_earlier_attempt(request, stored, to_finish)
     replaces_window = replace_where_for(request, opened.window if opened else None) is not None
     check_table_allows_load(spark, writer, request, table, replaces_window)
     checkpoint("extract")
@@ -136,7 +135,9 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_staged:,}",
     )
     superseded = reruns.superseded_load_ids(request.disposition, earlier, window)
-    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, schema, nested, superseded)
+    load = _StagedLoad(
+        request, load_id, staged, window, new_state, stored, steps, schema, nested, superseded, interrupted
+    )
     table, properties_set = apply_table_properties(spark, writer, request, table)
     if properties_set:
         steps.step("properties", "set %s", properties_set)
@@ -165,6 +166,17 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
             )
             time.sleep(pause)
             table = writer.snapshot(spark, request.table_path)
+
+
+def _load_id(request: LoadRequest, stored: store.StoreSnapshot, writer, child_tables) -> tuple[str, tuple]:
+    """The load's id, and the attempts of its run that committed child tables only (`nested_load`): a
+    new id, after theirs too (Delta's txn versions of one stream only grow), unless the request names
+    one."""
+    if request.load_id:
+        return request.load_id, ()
+    interrupted = nested_load.interrupted_loads(request, stored, writer, child_tables)
+    newest = max([stored.newest_load_id() or "0", *interrupted], key=float)
+    return new_load_id(after=newest), interrupted
 
 
 def _backoff(attempt: int) -> float:
@@ -197,6 +209,7 @@ class _StagedLoad:
     schema: Any  # spark.schema_steps.SchemaStep
     nested: Any = None  # nested_load.NestedBatch: the child tables, committed before this table
     superseded: tuple[str, ...] = ()  # loads whose rows this one replaces (plan/reruns.py)
+    interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_load)
 
     @property
     def window_dict(self) -> dict | None:

@@ -5,11 +5,14 @@ that landed unrecorded, whoever recovered it) and the table's commits, never wha
 to see. One run of a task is its dag, task, run id and map index (`spec.run.RunContext.is_same_run`; a
 `_dlt_loads` row keeps the map index in its metrics).
 
-- A re-run of a run (an Airflow retry, or the task cleared after it succeeded) makes the run's rows those
-  of its latest attempt: an append deletes the rows of the run's earlier loads of the same window and
-  inserts its batch in ONE commit (`replace_predicate`); replace overwrites anyway; merge strategies
-  merge the batch again on its keys. A stateful incremental load (its window starts at the stored
-  cursor, which the earlier load moved) returns the run's earlier load instead (`returns_earlier`).
+- A retry after an attempt that committed and stopped before recording its load (Airflow saw it fail;
+  its record was written from the commit by whichever load came next, marked RECORDED_FROM_COMMIT)
+  finishes that load: it returns it instead of loading again (`load_to_finish`), and marks it finished.
+- A re-run after an attempt that succeeded (the task cleared and run again, maybe after its source was
+  fixed) makes the run's rows those of its latest attempt: an append deletes the rows of the run's
+  earlier loads of the same window and inserts its batch in ONE commit (`replace_predicate`); replace
+  overwrites anyway; merge strategies merge the batch again on its keys. A stateful incremental load
+  (its window starts at the stored cursor, which the earlier load moved) returns the run's earlier load.
 - Mapped instances of one run (other map indexes) that load the same window keep each other's rows:
   the window overwrite leaves the rows of their loads alone (`sibling_load_ids`).
 """
@@ -24,6 +27,9 @@ from ..spec.run import RunContext
 from .expressions import Col, Expr, In, Lit, Not, Or, all_of
 
 MAP_INDEX = "map_index"  # the metrics key that keeps a mapped instance's index in `_dlt_loads`
+# The metrics key of a load recorded from its commit by another load (its own attempt stopped first),
+# until a retry of its run finishes it.
+RECORDED_FROM_COMMIT = "recorded_from_commit"
 
 
 def run_of_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -46,20 +52,33 @@ def earlier_loads_of_run(run: RunContext, recorded: list[dict]) -> list[dict]:
     return [row for row in recorded if run.is_same_run(run_of_record(row))]
 
 
-def returns_earlier(disposition: WriteDisposition, window) -> bool:
-    """Whether a re-run returns the run's earlier load instead of loading: a stateful incremental window
-    starts at the cursor the earlier load moved, so loading again would not load the same rows."""
-    return window is not None and window.stateful and disposition.disposition != "replace"
+def load_to_finish(disposition: WriteDisposition, earlier: list[dict], window) -> dict | None:
+    """The run's earlier load this attempt returns instead of loading (its `_dlt_loads` row), or None.
+
+    That is the newest of the run's loads of this window (`spec.window.Window` or None) where its
+    attempt stopped before recording it, and the newest of any window where the window is stateful: a
+    stateful incremental window starts at the cursor the earlier load moved, so loading again would not
+    load the same rows."""
+    stateful = window is not None and window.stateful and disposition.disposition != "replace"
+    candidates = earlier if stateful else _of_window(earlier, window)
+    if not candidates:
+        return None
+    newest = candidates[-1]
+    return newest if stateful or (newest.get("metrics") or {}).get(RECORDED_FROM_COMMIT) else None
 
 
 def superseded_load_ids(disposition: WriteDisposition, earlier: list[dict], window) -> tuple[str, ...]:
-    """The loads whose rows an append of this run replaces: the run's earlier loads of the same window
-    (`spec.window.Window` or None), as `_dlt_loads` keeps its bounds."""
+    """The loads whose rows an append of this run replaces: the run's earlier loads of the same window."""
     if disposition.disposition != "append":
         return ()
+    return tuple(r["load_id"] for r in _of_window(earlier, window))
+
+
+def _of_window(recorded: list[dict], window) -> list[dict]:
+    """The `_dlt_loads` rows of loads of this window (`spec.window.Window` or None), as they keep it."""
     bounds = window.as_dict() if window is not None else {}
     start, end = _text(bounds.get("start")), _text(bounds.get("end"))
-    return tuple(r["load_id"] for r in earlier if (r["window_start"], r["window_end"]) == (start, end))
+    return [r for r in recorded if (r["window_start"], r["window_end"]) == (start, end)]
 
 
 def sibling_load_ids(run: RunContext, recorded: list[dict], commits) -> tuple[str, ...]:
