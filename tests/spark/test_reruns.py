@@ -154,3 +154,15 @@ def test_mapped_instances_of_one_run_sharing_a_window_keep_each_other_rows(spark
     # another run of the same window replaces every row of it
     load(spark, dataset, rows([7]), scheduled("r2"), **arguments)
     assert table(dataset) == [(7, "a")]
+
+
+def test_clearing_a_successful_nested_append_replaces_the_run_rows_in_every_table(spark, dataset):
+    def users(*pets):
+        return [{"id": 1, "pets": [{"name": p} for p in pets]}]
+
+    load(spark, dataset, users("rex"), run("r0"))
+    load(spark, dataset, users("tom", "kit"), run("r1"))
+    load(spark, dataset, users("ada"), run("r1", try_number=2))
+
+    assert sorted(r["name"] for r in read_rows(f"{dataset}/{TABLE}__pets")) == ["ada", "rex"]
+    assert len(read_rows(f"{dataset}/{TABLE}")) == 2
