@@ -198,11 +198,13 @@ def commit_child_tables(spark, writer, load, root_table, root_plan: MergePlan, c
 
 def _child_mode(disposition: WriteDisposition, root_plan: MergePlan) -> str:
     """How child tables change: as the root table's commit changes it."""
-    if root_plan.operation is Operation.OVERWRITE:
+    if root_plan.operation is Operation.OVERWRITE and root_plan.replace_where is None:
         return "replace"
     if root_plan.operation is Operation.MERGE:  # scd2: child rows of new versions only (SCD-14)
         return "insert-only" if disposition.scd2 is not None else disposition.strategy
-    return "append"  # an append, or the first write of a merged table, or a merge without keys
+    # an append (also one replacing the rows of the loads it supersedes: `_plan_and_commit_child`), or the
+    # first write of a merged table, or a merge without keys
+    return "append"
 
 
 def _roots_to_sync(spark, writer, load, root_table, root_plan: MergePlan, mode: str) -> DataFrame | None:

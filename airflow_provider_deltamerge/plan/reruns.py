@@ -48,8 +48,18 @@ def map_index_metrics(run: RunContext) -> dict[str, int]:
 
 
 def earlier_loads_of_run(run: RunContext, recorded: list[dict]) -> list[dict]:
-    """The recorded loads of the table (`recorded`, `_dlt_loads` rows, oldest first) that this run made."""
-    return [row for row in recorded if run.is_same_run(run_of_record(row))]
+    """The recorded loads of the table (`recorded`, `_dlt_loads` rows, oldest first) that earlier attempts
+    of this run made (a lower try number). Loads of this attempt are its own: a task may load several
+    batches into one table; without a try number attempts are not told apart, and none is earlier."""
+    if run.try_number is None:
+        return []
+    return [
+        row
+        for row in recorded
+        if run.is_same_run(run_of_record(row))
+        and row.get("try_number") is not None
+        and row["try_number"] < run.try_number
+    ]
 
 
 def load_to_finish(disposition: WriteDisposition, earlier: list[dict], window) -> dict | None:

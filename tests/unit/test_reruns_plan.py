@@ -58,6 +58,7 @@ class Model:
             "dag_id": "d",
             "task_id": "t",
             "run_id": run_id,
+            "try_number": self.tries[key],
             "window_start": None,
             "window_end": None,
             "metrics": reruns.map_index_metrics(run),
@@ -84,6 +85,14 @@ def test_every_run_keeps_one_batch_whatever_the_attempts(length):
             assert mine == [batch, batch], sequence  # one batch, the latest committed, once
         recorded = [r["load_id"] for r in model.loads + model.unrecorded]
         assert len(recorded) == len(set(recorded)), sequence
+
+
+def test_loads_of_the_same_attempt_are_not_earlier_loads_of_its_run():
+    row = {"load_id": "1", "dag_id": "d", "task_id": "t", "run_id": "r", "try_number": 1, "metrics": {}}
+    attempt = {"dag_id": "d", "task_id": "t", "run_id": "r"}
+    assert reruns.earlier_loads_of_run(RunContext(**attempt, try_number=1), [row]) == []
+    assert reruns.earlier_loads_of_run(RunContext(**attempt, try_number=2), [row]) == [row]
+    assert reruns.earlier_loads_of_run(RunContext(**attempt), [row]) == []
 
 
 def test_the_replace_predicate_keeps_siblings_and_matches_the_new_rows():
