@@ -14,6 +14,7 @@ import itertools
 import pytest
 
 from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.spark_sql import render_spark
 from airflow_provider_deltamerge.plan import reruns
 from airflow_provider_deltamerge.plan.expressions import Cmp, Col, Lit, render
 from airflow_provider_deltamerge.spec.options import WriteDisposition
@@ -101,6 +102,9 @@ def test_the_replace_predicate_keeps_siblings_and_matches_the_new_rows():
     assert render(predicate, DataFusionDialect()) == (
         "((\"ts\" >= '2024-01-08') AND (NOT (\"_dlt_load_id\" IN ('5.0')))) OR "
         "(\"_dlt_load_id\" IN ('1.0', '9.0'))"
+    )
+    assert render_spark(predicate) == (
+        "((`ts` >= '2024-01-08') AND (NOT (`_dlt_load_id` IN ('5.0')))) OR (`_dlt_load_id` IN ('1.0', '9.0'))"
     )
     assert reruns.replace_predicate(None, "9.0", ()) is None
     assert reruns.replace_predicate(window, "9.0", ()) == window
