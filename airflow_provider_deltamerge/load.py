@@ -105,7 +105,10 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     finished = earlier_loads.already_loaded(request, stored)
     if finished is not None:
         return finished
-    earlier = reruns.earlier_loads_of_run(request.run, stored.loads_of(request.pipeline, request.table))
+    recorded = stored.loads_of(request.pipeline, request.table)
+    siblings = reruns.sibling_loads(request.run, recorded, commits)
+    reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
+    earlier = reruns.earlier_loads_of_run(request.run, recorded)
     table = writer.snapshot(spark, request.table_path)
     child_tables = nested_load.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)

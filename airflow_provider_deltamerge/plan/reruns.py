@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConfigError
 from ..spec.naming import LOAD_ID
 from ..spec.options import WriteDisposition
 from ..spec.run import RunContext
@@ -94,11 +95,31 @@ def _of_window(recorded: list[dict], window) -> list[dict]:
 def sibling_load_ids(run: RunContext, recorded: list[dict], commits) -> tuple[str, ...]:
     """Loads of the table by other mapped instances of this run: `_dlt_loads` rows and the table's
     commits (`LoggedCommit`s: those of siblings that have not recorded themselves yet)."""
+    return tuple(sorted(sibling_loads(run, recorded, commits)))
+
+
+def sibling_loads(run: RunContext, recorded: list[dict], commits) -> dict[str, int]:
+    """As `sibling_load_ids`: each sibling load's id and map index."""
     if not run.in_airflow or run.map_index is None:
-        return ()
+        return {}
     runs = [(r["load_id"], run_of_record(r)) for r in recorded]
     runs += [(c.load_id, c.metadata.get("run") or {}) for c in commits if c.load_id]
-    return tuple(sorted({load_id for load_id, other in runs if _sibling(run, other)}))
+    return {load_id: other[MAP_INDEX] for load_id, other in runs if _sibling(run, other)}
+
+
+def refuse_replacing_siblings(run: RunContext, disposition: WriteDisposition, table: str, siblings) -> None:
+    """A `replace` by one mapped instance would delete what its siblings (`sibling_loads`) loaded into
+    the table: refused, before anything is read, naming the sibling and what works instead."""
+    if disposition.disposition != "replace" or not siblings:
+        return
+    load_id, map_index = max(siblings.items(), key=lambda item: float(item[0]))
+    raise ConfigError(
+        "write_disposition",
+        f"'replace' by map index {run.map_index} of run {run.run_id!r} would delete the rows that map "
+        f"index {map_index} of the same run loaded into table {table!r} (load {load_id}); nothing was "
+        "loaded. Mapped instances that share a table load with 'append' (a window overwrite keeps each "
+        "other's rows) or merge on a primary key; or give each its own table.",
+    )
 
 
 def _sibling(run: RunContext, other: dict[str, Any]) -> bool:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import Incremental, run_load
+from airflow_provider_deltamerge import ConfigError, Incremental, run_load
 from airflow_provider_deltamerge.delta import store
 from tests.helpers import read_rows
 
@@ -166,3 +166,15 @@ def test_clearing_a_successful_nested_append_replaces_the_run_rows_in_every_tabl
 
     assert sorted(r["name"] for r in read_rows(f"{dataset}/{TABLE}__pets")) == ["ada", "rex"]
     assert len(read_rows(f"{dataset}/{TABLE}")) == 2
+
+
+def test_a_mapped_replace_of_a_table_a_sibling_loaded_is_refused(spark, dataset):
+    load(spark, dataset, rows([1, 2]), run("r1", map_index=0), write_disposition="replace")
+    before = table(dataset)
+    with pytest.raises(ConfigError, match="map index 0 of the same run") as error:
+        load(spark, dataset, rows([3]), run("r1", map_index=1), write_disposition="replace")
+    assert error.value.argument == "write_disposition" and "'append'" in str(error.value)
+    assert table(dataset) == before
+    # the same map index cleared and run again replaces the table, as replace does
+    load(spark, dataset, rows([4]), run("r1", try_number=2, map_index=0), write_disposition="replace")
+    assert table(dataset) == [(4, "a")]
