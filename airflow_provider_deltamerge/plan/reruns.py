@@ -14,7 +14,8 @@ to see. One run of a task is its dag, task, run id and map index (`spec.run.RunC
   overwrites anyway; merge strategies merge the batch again on its keys. A stateful incremental load
   (its window starts at the stored cursor, which the earlier load moved) returns the run's earlier load.
 - Mapped instances of one run (other map indexes) that load the same window keep each other's rows:
-  the window overwrite leaves the rows of their loads alone (`sibling_load_ids`).
+  the window overwrite leaves the rows of their loads alone (`sibling_load_ids`); a `replace` by one
+  of them of a table a sibling loaded is refused (`refuse_replacing_siblings`).
 """
 
 from __future__ import annotations
