@@ -68,7 +68,8 @@ def test_compaction_rewrites_the_small_files_into_one_and_keeps_every_row(
     assert metrics["numRemovedBytes"] == sum(before.values())
     assert metrics["numAddedFiles"] == len(data_files(items)) == 1
     assert metrics["numAddedBytes"] == sum(data_files(items).values())
-    assert metrics["table_version"] == table_version(items) == version + 1
+    assert metrics["table_version"] == table_version(items) > version  # delta-rs claims the table first
+    assert DeltaTable(items).history(1)[0]["operation"] == "OPTIMIZE"
     assert metrics["table"] == "items" and metrics["writer"] == (writer_backend or metrics["writer"])
 
 
