@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 DEFAULT_RETENTION_HOURS = 168.0  # Delta's default for that property: one week
+VACUUM_FLOOR_HOURS = 24.0  # the least VACUUM keeps without force, also where the table's property is less
 OPTIMIZE_ATTEMPTS = 8  # a concurrent commit or maintenance run came first: plan again, this often in all
 MAINTENANCE_STOPPED = "The maintenance stopped there; what it committed before stays, and it can run again."
 STATE_TABLES = ("_dlt_loads", "_dlt_pipeline_state")  # the store's own tables (delta/store.py)
@@ -157,15 +158,22 @@ def _maintain(chosen: MaintenanceOptions, normalize, path: str, name: str, backe
 
 def vacuum_retention(options: MaintenanceOptions, configuration: Mapping[str, str], path: str) -> int:
     """VACUUM's retention in whole hours (rounded up, as delta-rs takes it); below the table's configured
-    retention only with force=True."""
+    retention, or below VACUUM_FLOOR_HOURS whatever the table says, only with force=True."""
     configured = retention_hours_of(configuration)
-    hours = float(options.retention_hours) if options.retention_hours is not None else configured
-    if hours < configured and not options.force:
+    floor = max(configured, VACUUM_FLOOR_HOURS)
+    hours = float(options.retention_hours) if options.retention_hours is not None else floor
+    if hours < floor and not options.force:
+        source = (
+            f"{RETENTION_PROPERTY} of table {path}"
+            if configured >= VACUUM_FLOOR_HOURS
+            else f"the floor VACUUM keeps without force=True ({RETENTION_PROPERTY} of table {path} is "
+            f"{configured:g} hours)"
+        )
         raise ConfigError(
             "retention_hours",
-            f"{hours:g} hours is below the {configured:g} hours of {RETENTION_PROPERTY} of table {path}: "
-            "VACUUM could delete files that readers of older versions, or a load still writing, need. "
-            f"Nothing was changed. Keep at least {configured:g} hours, or pass force=True.",
+            f"{hours:g} hours is below the {floor:g} hours of {source}: VACUUM could delete files that "
+            "readers of older versions, or a load still writing, need. Nothing was changed. Keep at least "
+            f"{floor:g} hours, or pass force=True.",
         )
     return math.ceil(hours)
 

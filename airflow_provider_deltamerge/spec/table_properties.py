@@ -35,7 +35,7 @@ SUPPORTED: dict[str, str] = {
     "delta.randomizeFilePrefixes": "boolean",
     "delta.autoOptimize.optimizeWrite": "boolean",
 }
-# Databricks' properties that delta-rs knows but open-source Delta refuses to set.
+# Databricks' properties that delta-rs knows but open-source Delta's DeltaConfigs lacks: Delta refuses them.
 DATABRICKS_ONLY = ("delta.targetFileSize", "delta.tuneFileSizesForRewrites", "delta.autoOptimize.autoCompact")
 # The shortest retentions a load may set, and why: the log and the txn identifiers are the evidence a
 # load whose record was lost is recorded from, and a retry recognises its earlier attempt by; deleted
@@ -94,9 +94,9 @@ def _checked_name(name: Any) -> str:
     if name in DATABRICKS_ONLY:
         raise ConfigError(
             ARGUMENT,
-            f"{name!r} is a Databricks table property that open-source Delta Lake refuses "
-            "(DELTA_UNKNOWN_CONFIGURATION), so the delta-spark writer could not load the table. Leave it "
-            "out: the delta-rs writer sizes its files itself, and OPTIMIZE takes no property.",
+            f"{name!r} is a Databricks table property that open-source Delta Lake refuses as unknown "
+            "(DELTA_UNKNOWN_CONFIGURATION), so the delta-spark writer could no longer set properties on "
+            "the table. Leave it out: the delta-rs writer sizes its files itself.",
         )
     if name not in SUPPORTED:  # delta-rs refuses any other, free-form names included
         raise ConfigError(
