@@ -20,6 +20,7 @@ import math
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 DEFAULT_RETENTION_HOURS = 168.0  # Delta's default for that property: one week
+DELTA_RS_TARGET_FILE_BYTES = 100 * 2**20  # delta-rs compacts files below this size, unless the table says
 VACUUM_FLOOR_HOURS = 24.0  # the least VACUUM keeps without force, also where the table's property is less
 OPTIMIZE_ATTEMPTS = 8  # a concurrent commit or maintenance run came first: plan again, this often in all
 MAINTENANCE_STOPPED = "The maintenance stopped there; what it committed before stays, and it can run again."
@@ -304,10 +306,23 @@ class _DeltaRsTable:
             from .store import compact_state_table
 
             return compact_state_table(self._table)
+        self._table.update_incremental()
+        if not z_order and not self._compactable():
+            return {}  # nothing to claim the table for: a compaction would commit nothing
         claim(self._table)  # and planned on the version it brought the table to, also when trying again
         if z_order:
             return self._table.optimize.z_order(z_order)
         return self._table.optimize.compact()
+
+    def _compactable(self) -> bool:
+        """Whether a partition has two files or more below the target size: what a compaction rewrites."""
+        target = int(self.configuration().get("delta.targetFileSize") or DELTA_RS_TARGET_FILE_BYTES)
+        actions = self._table.get_add_actions(flatten=True)
+        sizes = actions.column("size_bytes").to_pylist()
+        values = [actions.column(f"partition.{c}").to_pylist() for c in self.partition_columns()]
+        partitions = list(zip(*values, strict=True)) if values else [()] * len(sizes)
+        small = Counter(p for p, size in zip(partitions, sizes, strict=True) if size < target)
+        return any(count > 1 for count in small.values())
 
     def vacuum(self, retention_hours: int, force: bool) -> int:
         deleted = self._table.vacuum(
