@@ -8,8 +8,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.delta.maintenance import maintain_table
 
@@ -93,3 +95,12 @@ def test_optimizes_of_a_state_table_racing_row_writes_keep_one_row_per_load(data
         optimizing.result()
     rows = DeltaTable(f"{dataset}/{store.LOADS_TABLE}").to_pyarrow_table(columns=["load_id"])
     assert sorted(rows.column("load_id").to_pylist()) == sorted(f"{n}.25" for n in range(12))
+
+
+def test_a_state_table_is_not_z_ordered(dataset):
+    store.write_load_row(store.StoreSnapshot(dataset, [], []), store.LoadRecord("1.5", "p", "items", 0, {}))
+    version = DeltaTable(f"{dataset}/{store.LOADS_TABLE}").version()
+    with pytest.raises(ConfigError, match="not Z-ordered") as refused:
+        maintain_table(dataset, store.LOADS_TABLE, z_order_by="load_id")
+    assert refused.value.argument == "z_order_by"
+    assert DeltaTable(f"{dataset}/{store.LOADS_TABLE}").version() == version
