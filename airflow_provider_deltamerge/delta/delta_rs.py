@@ -39,7 +39,6 @@ from .writer import (
 log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
 TARGET_FILE_BYTES = 16 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
-TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
 
 
 class DataFusionDialect:
@@ -229,9 +228,9 @@ class DeltaRsWriter:
                 if plan.replace_where is not None
                 else None,
                 target_file_size=TARGET_FILE_BYTES,
-                configuration={TARGET_FILE_SIZE_PROPERTY: str(TARGET_FILE_BYTES), **request.table_properties}
-                if created
-                else None,
+                # the load's own properties only: the file size is given to each write, as open-source
+                # Delta refuses to set delta.targetFileSize (a Databricks property)
+                configuration=(dict(request.table_properties) or None) if created else None,
                 commit_properties=properties,
                 storage_options=self.storage_options if created else None,
             )

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import random
 import re
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,14 +31,17 @@ from ..spec.naming import naming_convention, table_path
 from ..spec.options import BACKENDS
 from ..spec.request import check_dataset, check_table_name
 from ..spec.storage import check_storage_options, delta_rs_options
+from .storage import store_errors
 
 log = logging.getLogger(__name__)
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 DEFAULT_RETENTION_HOURS = 168.0  # Delta's default for that property: one week
-OPTIMIZE_ATTEMPTS = (
-    4  # a concurrent commit rewrote files this OPTIMIZE read: plan it again, this often in all
-)
+DELTA_RS_TARGET_FILE_BYTES = 100 * 2**20  # delta-rs compacts files below this size, unless the table says
+VACUUM_FLOOR_HOURS = 24.0  # the least VACUUM keeps without force, also where the table's property is less
+OPTIMIZE_ATTEMPTS = 8  # a concurrent commit or maintenance run came first: plan again, this often in all
+MAINTENANCE_STOPPED = "The maintenance stopped there; what it committed before stays, and it can run again."
+STATE_TABLES = ("_dlt_loads", "_dlt_pipeline_state")  # the store's own tables (delta/store.py)
 VACUUM_CONF = {"spark.databricks.delta.vacuum.logging.enabled": "true"}  # so VACUUM END records its counts
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 
@@ -123,7 +128,19 @@ def maintain_table(
     name = normalize(check_table_name(table_name))
     dataset = check_dataset(dataset)
     options = delta_rs_options(dataset, check_storage_options(storage_options))
-    table = _open_table(table_path(dataset, name), backend, spark, options)
+    with store_errors(dataset, options, MAINTENANCE_STOPPED):
+        return _maintain(chosen, normalize, table_path(dataset, name), name, backend, spark, options)
+
+
+def _maintain(chosen: MaintenanceOptions, normalize, path: str, name: str, backend, spark, options) -> dict:
+    if name in STATE_TABLES:
+        if chosen.z_order_by:
+            raise ConfigError(
+                "z_order_by", f"{name} is one of the dataset's own tables, which are not Z-ordered"
+            )
+        table = _DeltaRsTable(path, options, state_table=True)  # written by the store, with delta-rs
+    else:
+        table = _open_table(path, backend, spark, options)
     retention = vacuum_retention(chosen, table.configuration(), table.path) if chosen.vacuum else None
     z_order = _z_order_columns([normalize(c) for c in chosen.z_order_by], table)
     metrics: dict[str, Any] = {"table": name, "writer": table.writer, "operations": []}
@@ -143,15 +160,22 @@ def maintain_table(
 
 def vacuum_retention(options: MaintenanceOptions, configuration: Mapping[str, str], path: str) -> int:
     """VACUUM's retention in whole hours (rounded up, as delta-rs takes it); below the table's configured
-    retention only with force=True."""
+    retention, or below VACUUM_FLOOR_HOURS whatever the table says, only with force=True."""
     configured = retention_hours_of(configuration)
-    hours = float(options.retention_hours) if options.retention_hours is not None else configured
-    if hours < configured and not options.force:
+    floor = max(configured, VACUUM_FLOOR_HOURS)
+    hours = float(options.retention_hours) if options.retention_hours is not None else floor
+    if hours < floor and not options.force:
+        source = (
+            f"{RETENTION_PROPERTY} of table {path}"
+            if configured >= VACUUM_FLOOR_HOURS
+            else f"the floor VACUUM keeps without force=True ({RETENTION_PROPERTY} of table {path} is "
+            f"{configured:g} hours)"
+        )
         raise ConfigError(
             "retention_hours",
-            f"{hours:g} hours is below the {configured:g} hours of {RETENTION_PROPERTY} of table {path}: "
-            "VACUUM could delete files that readers of older versions, or a load still writing, need. "
-            f"Nothing was changed. Keep at least {configured:g} hours, or pass force=True.",
+            f"{hours:g} hours is below the {floor:g} hours of {source}: VACUUM could delete files that "
+            "readers of older versions, or a load still writing, need. Nothing was changed. Keep at least "
+            f"{floor:g} hours, or pass force=True.",
         )
     return math.ceil(hours)
 
@@ -213,12 +237,13 @@ def _optimize(table, z_order: list[str]) -> dict[str, int]:
         except table.conflicts as conflict:
             if attempt == OPTIMIZE_ATTEMPTS:
                 raise ConflictError(
-                    f"OPTIMIZE of {table.path} lost to concurrent commits {OPTIMIZE_ATTEMPTS} times; it "
-                    "changed nothing. Run it again when fewer loads write to the table."
+                    f"OPTIMIZE of {table.path} lost to concurrent commits or maintenance runs "
+                    f"{OPTIMIZE_ATTEMPTS} times; it changed nothing. Run it again when fewer loads write "
+                    "to the table and no other maintenance of it runs."
                 ) from conflict
             attempt += 1
             log.warning("OPTIMIZE of %s: %s; planning again (attempt %d)", table.path, conflict, attempt)
-            time.sleep(0.2 * attempt)
+            time.sleep(random.uniform(0.1, 0.3) * attempt)  # apart from the run it collided with
 
 
 def _open_table(path: str, backend: str, spark: Any, storage_options: Mapping[str, str] | None):
@@ -244,11 +269,15 @@ class _DeltaRsTable:
 
     writer = "delta-rs"
 
-    def __init__(self, path: str, storage_options: Mapping[str, str] | None) -> None:
+    def __init__(
+        self, path: str, storage_options: Mapping[str, str] | None, state_table: bool = False
+    ) -> None:
         from deltalake import DeltaTable
         from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
-        self.path, self.conflicts = path, CommitFailedError
+        from .optimize_claim import ClaimedElsewhere
+
+        self.path, self.conflicts, self.state_table = path, (CommitFailedError, ClaimedElsewhere), state_table
         self._storage_options = dict(storage_options or {}) or None
         try:
             self._table = DeltaTable(path, storage_options=self._storage_options)
@@ -269,10 +298,31 @@ class _DeltaRsTable:
         return self._table.version()
 
     def optimize(self, z_order: list[str]) -> dict[str, Any]:
-        self._table.update_incremental()  # plan on the latest version, also when trying again
+        """OPTIMIZE planned on the newest version, which carries this run's claim (see optimize_claim); a
+        state table is compacted by the store's own compaction, which its row writes are safe against."""
+        from .optimize_claim import claim
+
+        if self.state_table:
+            from .store import compact_state_table
+
+            return compact_state_table(self._table)
+        self._table.update_incremental()
+        if not z_order and not self._compactable():
+            return {}  # nothing to claim the table for: a compaction would commit nothing
+        claim(self._table)  # and planned on the version it brought the table to, also when trying again
         if z_order:
             return self._table.optimize.z_order(z_order)
         return self._table.optimize.compact()
+
+    def _compactable(self) -> bool:
+        """Whether a partition has two files or more below the target size: what a compaction rewrites."""
+        target = int(self.configuration().get("delta.targetFileSize") or DELTA_RS_TARGET_FILE_BYTES)
+        actions = self._table.get_add_actions(flatten=True)
+        sizes = actions.column("size_bytes").to_pylist()
+        values = [actions.column(f"partition.{c}").to_pylist() for c in self.partition_columns()]
+        partitions = list(zip(*values, strict=True)) if values else [()] * len(sizes)
+        small = Counter(p for p, size in zip(partitions, sizes, strict=True) if size < target)
+        return any(count > 1 for count in small.values())
 
     def vacuum(self, retention_hours: int, force: bool) -> int:
         deleted = self._table.vacuum(

@@ -18,9 +18,11 @@ from .store import (
     STATE_TABLE,
     LoadRecord,
     StoreSnapshot,
+    read_commits,
     record_load,
     state_path,
 )
+from .txn_evidence import unrecorded_attempt
 from .writer import LoggedCommit
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ def record_unrecorded_loads(snapshot: StoreSnapshot, request, commits) -> list[L
     the two records of a running load end up as one row (`_write_row`).
     """
     recorded = {r["load_id"] for r in snapshot.loads_of(request.pipeline, request.table)}
+    history = lambda: read_commits(request.table_path, None, request.store_options)  # noqa: E731
+    commits = [*commits, *unrecorded_attempt(snapshot, request, commits, history)]
     completed = []
     for commit in sorted(commits, key=lambda c: c.version):
         if commit.load_id in recorded:

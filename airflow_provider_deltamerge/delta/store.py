@@ -376,22 +376,49 @@ def _written(table: DeltaTable, load_id: str) -> bool:
 
 
 def _compact_if_fragmented(table: DeltaTable) -> None:
-    """One file for the whole table where it is in more than COMPACT_AT_FILES, rows unchanged.
-
-    The table is overwritten with its own rows, not OPTIMIZEd: deltalake 1.6 commits two OPTIMIZEs of the
-    same files made at once, which keeps every row twice, while it refuses the second of two overwrites
-    (and an overwrite planned before a row's write, and a row's write planned before an overwrite). The
-    row is written already, so nothing here fails the load: a concurrent writer's commit wins over the
-    compaction, and a later load compacts the table."""
+    """One file for the whole table where it is in more than COMPACT_AT_FILES, rows unchanged (see
+    `compact_state_table`). The row is written already, so nothing here fails the load: a concurrent
+    writer's commit wins over the compaction, and a later load compacts the table."""
     files = len(table.file_uris())
     if files <= COMPACT_AT_FILES:
         return
     try:
-        rows = _all_rows(table)
-        write_deltalake(table, rows, mode="overwrite")
-        log.info("compacted %s: %d rows from %d files into one", table.table_uri, rows.num_rows, files)
+        compact_state_table(table)
     except (DeltaError, OSError) as exc:  # CommitFailedError among them
         log.info("%s not compacted, left for a later load (%s)", table.table_uri, exc)
+
+
+def compact_state_table(table: DeltaTable) -> dict[str, Any]:
+    """Overwrite a state table, brought up to date, with its own rows in one file; what it did, under
+    OPTIMIZE's metric names. The compaction of the store, and maintenance's OPTIMIZE of a state table.
+
+    The table is overwritten with its own rows, not OPTIMIZEd: deltalake 1.6 commits two OPTIMIZEs of the
+    same files made at once, and an overwrite or a row's write made over an OPTIMIZE, which keeps every
+    row twice; it refuses the second of two overwrites (and an overwrite planned before a row's write, and
+    a row's write planned before an overwrite). CommitFailedError when a concurrent commit came first."""
+    table.update_incremental()
+    removed = _sizes(table)
+    rows = _all_rows(table)
+    write_deltalake(table, rows, mode="overwrite")
+    table.update_incremental()
+    added = _sizes(table)
+    log.info(
+        "compacted %s: %d rows from %d files into %d",
+        table.table_uri,
+        rows.num_rows,
+        len(removed),
+        len(added),
+    )
+    return {
+        "numFilesAdded": len(added),
+        "numFilesRemoved": len(removed),
+        "filesAdded": {"totalSize": sum(added)},
+        "filesRemoved": {"totalSize": sum(removed)},
+    }
+
+
+def _sizes(table: DeltaTable) -> list[int]:
+    return table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
 
 
 def _equals(column: str, text: str) -> str:

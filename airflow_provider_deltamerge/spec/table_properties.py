@@ -14,10 +14,13 @@ from ..errors import ConfigError
 
 ARGUMENT = "table_properties"
 APPEND_ONLY = "delta.appendOnly"
-_DURATION = re.compile(r"^interval\s+\d+\s+(second|minute|hour|day|week)s?$", re.IGNORECASE)
+_DURATION = re.compile(r"^interval\s+(\d+)\s+(second|minute|hour|day|week)s?$", re.IGNORECASE)
+_UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1, "day": 24, "week": 168}
 _BOOLEAN = ("true", "false")
 
-# The Delta table properties a load may set, and the form each value takes.
+# The Delta table properties a load may set, and the form each value takes: each is one both engines
+# know (Delta's DeltaConfigs, delta-rs's TableProperty); Delta refuses an unknown `delta.` property
+# (DELTA_UNKNOWN_CONFIGURATION), delta-rs any unknown one.
 SUPPORTED: dict[str, str] = {
     APPEND_ONLY: "boolean",
     "delta.enableChangeDataFeed": "boolean",
@@ -27,13 +30,32 @@ SUPPORTED: dict[str, str] = {
     "delta.checkpointInterval": "positive integer",
     "delta.dataSkippingNumIndexedCols": "integer",
     "delta.dataSkippingStatsColumns": "text",
-    "delta.targetFileSize": "positive integer",
     "delta.checkpoint.writeStatsAsJson": "boolean",
     "delta.checkpoint.writeStatsAsStruct": "boolean",
     "delta.randomizeFilePrefixes": "boolean",
     "delta.autoOptimize.optimizeWrite": "boolean",
-    "delta.autoOptimize.autoCompact": "boolean",
-    "delta.tuneFileSizesForRewrites": "boolean",
+}
+# Databricks' properties that delta-rs knows but open-source Delta's DeltaConfigs lacks: Delta refuses them.
+DATABRICKS_ONLY = ("delta.targetFileSize", "delta.tuneFileSizesForRewrites", "delta.autoOptimize.autoCompact")
+# The shortest retentions a load may set, and why: the log and the txn identifiers are the evidence a
+# load whose record was lost is recorded from, and a retry recognises its earlier attempt by; deleted
+# files are what readers of older versions and a load still writing need.
+RETENTION_FLOORS: dict[str, tuple[float, str]] = {
+    "delta.logRetentionDuration": (
+        168,
+        "log cleanup (after each checkpoint) deletes the commits older than it, and a load's commit is "
+        "what a retry finds its earlier attempt by and what a lost record is rebuilt from",
+    ),
+    "delta.setTransactionRetentionDuration": (
+        168,
+        "Delta forgets a load's transaction identifier after it, and that identifier is what tells a "
+        "retry that its earlier attempt committed",
+    ),
+    "delta.deletedFileRetentionDuration": (
+        24,
+        "VACUUM deletes the files older than it that no current version needs, and readers of older "
+        "versions and a load still writing its files need them",
+    ),
 }
 # Properties that change the table's protocol or its physical layout: a table with them could no
 # longer be read or written by both writers, so loads never set them.
@@ -69,6 +91,13 @@ def _checked_name(name: Any) -> str:
             "must keep reading and writing the table. Set it outside the load if you need it, and load with "
             "the writer that supports it.",
         )
+    if name in DATABRICKS_ONLY:
+        raise ConfigError(
+            ARGUMENT,
+            f"{name!r} is a Databricks table property that open-source Delta Lake refuses as unknown "
+            "(DELTA_UNKNOWN_CONFIGURATION), so the delta-spark writer could no longer set properties on "
+            "the table. Leave it out: the delta-rs writer sizes its files itself.",
+        )
     if name not in SUPPORTED:  # delta-rs refuses any other, free-form names included
         raise ConfigError(
             ARGUMENT,
@@ -90,7 +119,20 @@ def _checked_value(name: str, raw: Any) -> str:
     if not valid:
         example = {"boolean": "true", "duration": "interval 7 days", "text": "a,b"}.get(kind, "10")
         raise ConfigError(ARGUMENT, f"{name} = {raw!r} is not a {kind} (for example {example!r})")
+    if name in RETENTION_FLOORS:
+        _check_floor(name, text)
     return text.lower() if kind == "boolean" else text
+
+
+def _check_floor(name: str, text: str) -> None:
+    floor, why = RETENTION_FLOORS[name]
+    amount, unit = _DURATION.match(text).groups()
+    if int(amount) * _UNIT_HOURS[unit.lower()] < floor:
+        raise ConfigError(
+            ARGUMENT,
+            f"{name} = {text!r} is shorter than the {floor:g} hours loads keep at least: {why}. Nothing was "
+            f"loaded; give 'interval {floor / 24:g} days' or more.",
+        )
 
 
 def _as_text(raw: Any) -> str:

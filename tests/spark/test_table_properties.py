@@ -42,11 +42,11 @@ def test_changed_properties_are_set_by_one_metadata_commit_before_the_load(spark
         spark,
         dataset,
         ROWS,
-        table_properties={"delta.checkpointInterval": 5, "delta.targetFileSize": 1_000_000},
+        table_properties={"delta.checkpointInterval": 5, "delta.logRetentionDuration": "interval 14 days"},
     )
     second = load(spark, dataset, CHANGED, table_properties={"delta.checkpointInterval": 20})
 
-    expected = {"delta.checkpointInterval": "20", "delta.targetFileSize": "1000000"}
+    expected = {"delta.checkpointInterval": "20", "delta.logRetentionDuration": "interval 14 days"}
     assert configuration(second.table_path).items() >= expected.items()
     assert second.table_version == first.table_version + 2  # the properties' commit, then the load's
     history = DeltaTable(second.table_path).history()
@@ -128,3 +128,29 @@ def test_an_append_that_replaces_its_window_is_refused_on_an_append_only_table(s
 
     info = load(spark, dataset, [{"id": 1, "day": "2024-01-01"}], window_overwrite=False, **arguments)
     assert read_rows(info.table_path) == [{"id": 1, "day": "2024-01-01"}]
+
+
+def test_a_table_a_load_creates_has_no_property_open_source_delta_refuses(spark, dataset):
+    """The delta-spark writer alters tables either writer made; Delta refuses unknown `delta.` keys."""
+    from airflow_provider_deltamerge.spec.table_properties import DATABRICKS_ONLY
+
+    info = load(spark, dataset, ROWS)
+    assert not set(configuration(info.table_path)) & set(DATABRICKS_ONLY)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("delta.logRetentionDuration", "interval 0 seconds"),
+        ("delta.logRetentionDuration", "interval 6 days"),
+        ("delta.setTransactionRetentionDuration", "interval 1 hour"),
+        ("delta.deletedFileRetentionDuration", "interval 0 seconds"),
+        ("delta.targetFileSize", 1_000_000),
+        ("delta.tuneFileSizesForRewrites", True),
+    ],
+)
+def test_properties_that_would_destroy_what_loads_and_readers_need_are_refused(spark, dataset, name, value):
+    with pytest.raises(ConfigError, match=name) as refused:
+        load(spark, dataset, ROWS, table_properties={name: value, "delta.checkpointInterval": 1})
+    assert refused.value.argument == "table_properties"
+    assert not DeltaTable.is_deltatable(f"{dataset}/items")

@@ -1,0 +1,106 @@
+"""Maintenance runs of one table racing each other and the store: real threads on real tables. Two
+OPTIMIZEs of one table at once keep every row once, and an OPTIMIZE of a state table is safe beside the
+store's own compaction of it."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from airflow_provider_deltamerge import ConfigError
+from airflow_provider_deltamerge.delta import store
+from airflow_provider_deltamerge.delta.maintenance import maintain_table
+
+ROUNDS = 4
+FILES = 30
+
+
+def small_files(path: str, files: int = FILES, start: int = 0) -> list[int]:
+    """`files` appends of two rows each: ids start .. start + 2 * files."""
+    for n in range(files):
+        first = start + 2 * n
+        write_deltalake(path, pa.table({"id": [first, first + 1], "v": ["a", "b"]}), mode="append")
+    return list(range(start, start + 2 * files))
+
+
+def ids(path: str) -> list[int]:
+    return sorted(DeltaTable(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+
+
+def maintain_at_once(runs: int, **arguments) -> list[dict]:
+    """`runs` maintain_table calls started together from their own threads."""
+    start = threading.Barrier(runs)
+
+    def run():
+        start.wait()
+        return maintain_table(**arguments)
+
+    with ThreadPoolExecutor(max_workers=runs) as pool:
+        return [f.result() for f in [pool.submit(run) for _ in range(runs)]]
+
+
+def test_two_optimizes_of_one_table_at_once_keep_every_row_once(spark, dataset, writer_backend):
+    path = f"{dataset}/items"
+    expected = []
+    for round_ in range(ROUNDS):  # each round compacts the small files the round before added
+        expected += small_files(path, start=2 * FILES * round_)
+        runs = maintain_at_once(
+            2, dataset=dataset, table_name="items", backend=writer_backend or "auto", spark=spark
+        )
+        assert ids(path) == expected, f"round {round_}: {[r['numRemovedFiles'] for r in runs]}"
+        assert sum(r["numRemovedFiles"] for r in runs) == FILES + (1 if round_ else 0)
+
+
+def test_an_optimize_of_the_loads_table_is_safe_beside_the_stores_compaction(dataset, monkeypatch):
+    path = f"{dataset}/{store.LOADS_TABLE}"
+    for n in range(5):
+        row = store._loads_row(store.LoadRecord(f"{n}.5", "p", "items", n, {}), store.datetime.now())
+        write_deltalake(path, pa.Table.from_pylist([row], schema=store.LOADS_SCHEMA), mode="append")
+    held = DeltaTable(path)  # a load's compaction, planned before the maintenance ran
+    monkeypatch.setattr(store, "COMPACT_AT_FILES", 1)
+
+    metrics = maintain_table(dataset, store.LOADS_TABLE, optimize=True)
+    store._compact_if_fragmented(held)
+
+    assert (metrics["numRemovedFiles"], metrics["numAddedFiles"]) == (5, 1)
+    rows = DeltaTable(path).to_pyarrow_table(columns=["load_id"]).column("load_id").to_pylist()
+    assert sorted(rows) == [f"{n}.5" for n in range(5)]
+
+
+def test_optimizes_of_a_state_table_racing_row_writes_keep_one_row_per_load(dataset, monkeypatch):
+    monkeypatch.setattr(store, "COMPACT_AT_FILES", 2)
+    snapshot = store.StoreSnapshot(dataset, [], [])
+    done = threading.Event()
+
+    def optimize_until_done():
+        runs = 0
+        while not done.is_set():
+            try:
+                maintain_table(dataset, store.LOADS_TABLE, optimize=True)
+                runs += 1
+            except Exception as exc:  # noqa: BLE001 - the table may not exist yet
+                if "no Delta table" not in str(exc) and "lost to concurrent" not in str(exc):
+                    raise
+        return runs
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        optimizing = pool.submit(optimize_until_done)
+        for n in range(12):
+            store.write_load_row(snapshot, store.LoadRecord(f"{n}.25", "p", "items", n, {}))
+        done.set()
+        optimizing.result()
+    rows = DeltaTable(f"{dataset}/{store.LOADS_TABLE}").to_pyarrow_table(columns=["load_id"])
+    assert sorted(rows.column("load_id").to_pylist()) == sorted(f"{n}.25" for n in range(12))
+
+
+def test_a_state_table_is_not_z_ordered(dataset):
+    store.write_load_row(store.StoreSnapshot(dataset, [], []), store.LoadRecord("1.5", "p", "items", 0, {}))
+    version = DeltaTable(f"{dataset}/{store.LOADS_TABLE}").version()
+    with pytest.raises(ConfigError, match="not Z-ordered") as refused:
+        maintain_table(dataset, store.LOADS_TABLE, z_order_by="load_id")
+    assert refused.value.argument == "z_order_by"
+    assert DeltaTable(f"{dataset}/{store.LOADS_TABLE}").version() == version
