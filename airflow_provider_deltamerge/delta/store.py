@@ -31,6 +31,7 @@ from ..errors import ConflictError, StoreError
 from ..spec.naming import LOAD_ID, table_path
 from .delta_rs import DeltaRsWriter
 from .locking import creation_lock, local_path
+from .read_check import PINNED
 from .storage import unreadable_store
 from .writer import LoggedCommit
 
@@ -395,11 +396,15 @@ def compact_state_table(table: DeltaTable) -> dict[str, Any]:
     The table is overwritten with its own rows, not OPTIMIZEd: deltalake 1.6 commits two OPTIMIZEs of the
     same files made at once, and an overwrite or a row's write made over an OPTIMIZE, which keeps every
     row twice; it refuses the second of two overwrites (and an overwrite planned before a row's write, and
-    a row's write planned before an overwrite). CommitFailedError when a concurrent commit came first."""
+    a row's write planned before an overwrite). The overwrite may land only at the version after the one
+    it read (`PINNED`), so no commit in between, whatever made it, is rebased away by delta-rs's own
+    check. CommitFailedError when a concurrent commit came first."""
     table.update_incremental()
     removed = _sizes(table)
     rows = _all_rows(table)
-    write_deltalake(table, rows, mode="overwrite")
+    write_deltalake(
+        table, rows, mode="overwrite", commit_properties=CommitProperties(max_commit_retries=PINNED)
+    )
     table.update_incremental()
     added = _sizes(table)
     log.info(

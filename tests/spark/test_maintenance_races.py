@@ -71,6 +71,30 @@ def test_an_optimize_of_the_loads_table_is_safe_beside_the_stores_compaction(dat
     assert sorted(rows) == [f"{n}.5" for n in range(5)]
 
 
+def test_an_optimize_by_another_tool_inside_the_stores_compaction_fails_the_compaction(dataset, monkeypatch):
+    """An OPTIMIZE that does not go through the store (another tool's) commits after the compaction read
+    the rows and before its overwrite: the overwrite must not be rebased over it, which keeps the rows
+    the OPTIMIZE rewrote twice; it fails, and a later load compacts."""
+    path = f"{dataset}/{store.LOADS_TABLE}"
+    for n in range(5):
+        row = store._loads_row(store.LoadRecord(f"{n}.5", "p", "items", n, {}), store.datetime.now())
+        write_deltalake(path, pa.Table.from_pylist([row], schema=store.LOADS_SCHEMA), mode="append")
+    read_rows = store._all_rows
+
+    def rows_then_outside_optimize(table):
+        rows = read_rows(table)
+        DeltaTable(path).optimize.compact()
+        return rows
+
+    monkeypatch.setattr(store, "_all_rows", rows_then_outside_optimize)
+    monkeypatch.setattr(store, "COMPACT_AT_FILES", 1)
+
+    store._compact_if_fragmented(DeltaTable(path))
+
+    rows = DeltaTable(path).to_pyarrow_table(columns=["load_id"]).column("load_id").to_pylist()
+    assert sorted(rows) == [f"{n}.5" for n in range(5)]
+
+
 def test_optimizes_of_a_state_table_racing_row_writes_keep_one_row_per_load(dataset, monkeypatch):
     monkeypatch.setattr(store, "COMPACT_AT_FILES", 2)
     snapshot = store.StoreSnapshot(dataset, [], [])
