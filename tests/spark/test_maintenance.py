@@ -432,3 +432,11 @@ def test_delta_spark_refuses_z_order_by_a_partition_column(monkeypatch):
         maintain_table("/lake", "items", z_order_by="day", backend="delta-spark", spark=spark)
     assert refused.value.argument == "z_order_by"
     assert "optimize" not in [call[0] for call in calls]
+
+
+@pytest.mark.parametrize("name", ["t" * 300, "../outside", "a/b"])
+def test_a_table_name_no_dataset_can_hold_is_refused_before_anything_is_read(dataset, name):
+    with pytest.raises(ConfigError) as refused:
+        maintain_table(dataset, name, optimize=True)
+    assert refused.value.argument == "table_name"
+    assert "Errno" not in str(refused.value)
