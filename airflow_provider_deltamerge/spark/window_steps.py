@@ -12,11 +12,12 @@ import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
+from ..errors import CursorColumnMissingError
 from ..plan.expressions import Cmp, Col, Expr, Lit, all_of
 from ..plan.merge import MergePlan, Operation
 from ..spec.incremental import Incremental
 from ..spec.window import Window, resolve_window
-from .cursor_filter import apply_cursor, cursor_type_of, next_state, spark_cursor_type
+from .cursor_filter import CursorResult, apply_cursor, cursor_type_of, next_state, spark_cursor_type
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +113,19 @@ def filter_to_window(batch, request, opened):
     """The batch cut to the window (a sloppy source cannot load rows outside it) and the table's new state."""
     if opened is None:
         return batch, None, None
-    opened = opened.for_cursor_type(
-        cursor_type_of(batch, request.cursor.cursor_path), request.interval, request.run
-    )
+    try:
+        cursor_type = cursor_type_of(batch, request.cursor.cursor_path)
+    except CursorColumnMissingError:
+        if not batch.isEmpty():
+            raise
+        # an empty batch (`[]`) has no columns to find the cursor in: it loads nothing, its window is
+        # recorded and the cursor stays where it is
+        log.info("cursor %s: the batch is empty", request.cursor.cursor_path)
+        nothing = CursorResult(
+            last_value=None, unique_hashes=(), rows_before=0, rows_after=0, rows_missing_cursor=0
+        )
+        return batch, opened, next_state(opened.stored_state, request.cursor, opened.window, nothing)
+    opened = opened.for_cursor_type(cursor_type, request.interval, request.run)
     filtered, result = apply_cursor(
         batch,
         request.cursor,
