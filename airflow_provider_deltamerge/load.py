@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import earlier_loads, nested_load, staged_arrow
+from . import earlier_loads, insert_only, nested_load, staged_arrow
 from .delta import recovery, store
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
@@ -239,7 +239,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     checkpoint("commit")
-    result = writer.commit(spark, request.table_path, table, plan, source, commit)
+    result = insert_only.commit(spark, writer, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
         return earlier_loads.applied_by_another(request, writer, load_id, stream)
     checkpoint("after_commit")
