@@ -183,7 +183,8 @@ def parse_column(name: str, hints: dict[str, Any]) -> ColumnSchema:
         )
     for flag in ("primary_key", "merge_key", "hard_delete", "timezone", "nullable", "variant", *TABLE_HINTS):
         if hints.get(flag) is not None and not isinstance(hints[flag], bool):
-            raise ConfigError(f"{where}.{flag}", f"must be true or false, got {hints[flag]!r}")
+            meant = "; to keep one row per key by this column, use dedup_sort" if flag == "sort" else ""
+            raise ConfigError(f"{where}.{flag}", f"must be true or false, got {hints[flag]!r}{meant}")
     if hints.get("description") is not None and not isinstance(hints["description"], str):
         raise ConfigError(f"{where}.description", f"must be text, got {hints['description']!r}")
     if hints.get("dedup_sort") is not None:
