@@ -158,7 +158,8 @@ def apply_cursor(
     if window.cursor_type == "string":
         _check_one_timestamp_format(annotated, incremental.cursor_path)
     kept = (path.split(".")[0], *table_primary_key, *(incremental.primary_key or ()))
-    result = _summarise(annotated, incremental, window, [c for c in df.columns if c not in kept])
+    data = [c for c in df.columns if c not in kept and not c.startswith(_NOT_ROW_DATA)]
+    result = _summarise(annotated, incremental, window, data)
     if result.rows_missing_cursor and incremental.on_cursor_value_missing == "raise":
         raise CursorValueMissingError(incremental.cursor_path, result.rows_missing_cursor, result.rows_before)
     if result.last_value is not None and _HASH in annotated.columns:
@@ -275,7 +276,11 @@ def _summarise(
             for i, c in enumerate(data_columns)
         ),
     ).first()
-    filtered = tuple(c for i, c in enumerate(data_columns) if totals[f"all_{i}"] and not totals[f"kept_{i}"])
+    filtered = tuple(  # where no row is kept, the batch's columns still shape the empty window's commit
+        c
+        for i, c in enumerate(data_columns)
+        if totals["rows_after"] and totals[f"all_{i}"] and not totals[f"kept_{i}"]
+    )
     return CursorResult(
         last_value=json_safe(_python_value(totals["last_value"], window.cursor_type)),
         unique_hashes=(),
