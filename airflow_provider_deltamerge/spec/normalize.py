@@ -51,29 +51,31 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# dlt's type of each Python type, in the order they are tried (bool before int: a bool is an int;
+# datetime before date: a datetime is a date)
+_PYTHON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    ((JsonText, dict, list, tuple), "json"),
+    (bool, "bool"),
+    (int, "bigint"),
+    (float, "double"),
+    (str, "text"),
+    (datetime, "timestamp"),
+    (date, "date"),
+    (time, "time"),
+    (Decimal, "decimal"),
+    ((bytes, bytearray), "binary"),
+)
+
+
+_TYPE_OF: dict[type, str | None] = {}  # each Python type's dlt type, as found
+
+
 def dlt_type(value: Any) -> str | None:
     """dlt's type of a Python value; None for a type it does not know (passed on as it is)."""
-    if isinstance(value, JsonText) or isinstance(value, (dict, list, tuple)):
-        return "json"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "bigint"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, datetime):
-        return "timestamp"
-    if isinstance(value, date):
-        return "date"
-    if isinstance(value, time):
-        return "time"
-    if isinstance(value, Decimal):
-        return "decimal"
-    if isinstance(value, (bytes, bytearray)):
-        return "binary"
-    return None
+    kind = type(value)
+    if kind not in _TYPE_OF:
+        _TYPE_OF[kind] = next((name for types, name in _PYTHON_TYPES if isinstance(value, types)), None)
+    return _TYPE_OF[kind]
 
 
 def coerce(to_type: str, value: Any) -> Any:
@@ -193,6 +195,7 @@ class RowNormalizer:
     def rows(self, rows: list[Any]) -> list[dict[str, Any]]:
         """The rows flattened and their values coerced; variant columns added where dlt adds them."""
         level = UNLIMITED_NESTING if self.max_table_nesting is None else self.max_table_nesting
+        names: dict[tuple[str, Any], str] = {}  # (parent column or "", key) -> column, for this batch
         flat = []
         for position, row in enumerate(rows):
             if not isinstance(row, dict):
@@ -201,34 +204,38 @@ class RowNormalizer:
                     "DataFrame"
                 )
             out: dict[str, Any] = {}
-            self._flatten(row, level, (), out, {})
+            self._flatten(row, level, "", out, names)
             flat.append(out)
         return self._typed(flat)
 
-    def _flatten(
-        self, row: dict, level: int, path: tuple[str, ...], out: dict[str, Any], sources: dict[str, str]
-    ) -> None:
+    def _flatten(self, row: dict, level: int, parent: str, out: dict[str, Any], names: dict) -> None:
         for key, value in row.items():
-            fragment = self.normalize(str(key))
-            name = SEPARATOR.join((*path, fragment))
-            source = ".".join((*path, str(key)))
-            if sources.setdefault(name, source) != source:
-                raise ConfigError(
-                    "naming",
-                    f"fields {sources[name]!r} and {source!r} both become column {name!r}; rename one in "
-                    "the source or use naming='direct'",
-                )
+            name = names.get((parent, key)) or self._name(parent, key, names)
             if isinstance(value, (dict, list, tuple)):
-                value = self._nested(name, value, level, path + (fragment,), out, sources)
+                value = self._nested(name, value, level, out, names)
                 if value is _FLATTENED:
                     continue
             out[name] = value
 
-    def _nested(self, name: str, value: Any, level: int, path, out, sources) -> Any:
+    def _name(self, parent: str, key: Any, names: dict) -> str:
+        """The column of `key` in a dict flattened into `parent` (the row: ""); two keys may not share one."""
+        fragment = self.normalize(str(key))
+        name = f"{parent}{SEPARATOR}{fragment}" if parent else fragment
+        clash = next((k for (p, k), n in names.items() if n == name and (p, k) != (parent, key)), None)
+        if clash is not None:
+            raise ConfigError(
+                "naming",
+                f"fields {clash!r} and {key!r} both become column {name!r}; rename one in the source or use "
+                "naming='direct'",
+            )
+        names[(parent, key)] = name
+        return name
+
+    def _nested(self, name: str, value: Any, level: int, out: dict[str, Any], names: dict) -> Any:
         if level <= 0 or self.declared.get(name) in _AS_TEXT_TYPES:
             return json_text(value)
         if isinstance(value, dict) and self.layout == "flatten" and name not in self.struct_columns:
-            self._flatten(value, level - 1, path, out, sources)
+            self._flatten(value, level - 1, name, out, names)
             return _FLATTENED
         return list(value) if isinstance(value, tuple) else value
 
@@ -248,7 +255,7 @@ class RowNormalizer:
             return  # one type: a declared column's cast (spark/casting.py) checks every value
         if target is None:
             target = next(dlt_type(row[name]) for row in rows if row.get(name) is not None)
-        if seen == {target} and target != "timestamp":
+        if seen == {target} and (target != "timestamp" or not _mixes_time_zones(rows, name)):
             return
         fixed = name in self.declared or name in self.keys
         coerced = []
@@ -270,6 +277,12 @@ class RowNormalizer:
                 row[variant_name(name, dlt_type(original) or "text")] = original
             elif name in row:
                 row[name] = value
+
+
+def _mixes_time_zones(rows: list[dict[str, Any]], name: str) -> bool:
+    """Whether a column of datetimes has naive and aware ones (Arrow takes one kind per column)."""
+    aware = {row[name].tzinfo is not None for row in rows if row.get(name) is not None}
+    return len(aware) > 1
 
 
 def _as_text(rows: list[dict[str, Any]], name: str) -> None:
