@@ -267,8 +267,9 @@ class RowNormalizer:
             try:
                 coerced.append(coerce(target, value))
             except ValueError:
-                if fixed:  # the cast to the column's type refuses it, naming the value
-                    _as_text(rows, name)
+                if fixed:  # the cast to (or alignment with) the column's type refuses it, naming it
+                    if len(seen) > 1:  # one type for Arrow: the values' text
+                        _as_text(rows, name)
                     return
                 coerced.append(_VARIANT)
         for row, value in zip(rows, coerced, strict=True):
