@@ -12,14 +12,26 @@ import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
 from ..errors import CursorColumnMissingError
 from ..plan.expressions import Cmp, Col, Expr, Lit, all_of
 from ..plan.merge import MergePlan, Operation
 from ..spec.incremental import Incremental
 from ..spec.window import Window, resolve_window
-from .cursor_filter import CursorResult, apply_cursor, cursor_type_of, next_state, spark_cursor_type
+from .cursor_filter import apply_cursor, cursor_type_of, next_state, spark_cursor_type
 
 log = logging.getLogger(__name__)
+# the column type of each cursor type, for an empty batch that lacks the cursor column
+_CURSOR_COLUMN_TYPES = {
+    "timestamp": T.TimestampType(),
+    "timestamp_ntz": T.TimestampNTZType(),
+    "date": T.DateType(),
+    "int": T.LongType(),
+    "float": T.DoubleType(),
+    "string": T.StringType(),
+}
 
 
 def provisional_cursor_type(incremental: Incremental, table_schema) -> str:
@@ -116,15 +128,13 @@ def filter_to_window(batch, request, opened):
     try:
         cursor_type = cursor_type_of(batch, request.cursor.cursor_path)
     except CursorColumnMissingError:
-        if not batch.isEmpty():
+        path = request.cursor.cursor_path
+        if "." in path or not batch.isEmpty():
             raise
-        # an empty batch (`[]`) has no columns to find the cursor in: it loads nothing, its window is
-        # recorded and the cursor stays where it is
-        log.info("cursor %s: the batch is empty", request.cursor.cursor_path)
-        nothing = CursorResult(
-            last_value=None, unique_hashes=(), rows_before=0, rows_after=0, rows_missing_cursor=0
-        )
-        return batch, opened, next_state(opened.stored_state, request.cursor, opened.window, nothing)
+        # an empty batch (`[]`) has no columns: it gets the cursor column, typed as the window expects,
+        # and loads as any batch without rows in the window (nothing loaded, the cursor kept)
+        cursor_type = opened.window.cursor_type
+        batch = batch.withColumn(path, F.lit(None).cast(_CURSOR_COLUMN_TYPES[cursor_type]))
     opened = opened.for_cursor_type(cursor_type, request.interval, request.run)
     filtered, result = apply_cursor(
         batch,

@@ -340,3 +340,14 @@ def test_columns_only_in_rows_the_cursor_drops_are_not_created(spark, dataset):
     names = DeltaTable(f"{dataset}/events").schema().to_arrow().names
     assert "kept" in names and "old_only" not in names
     assert ids(dataset) == [2]
+
+
+def test_an_empty_batch_in_an_airflow_window_records_the_window(spark, dataset):
+    incremental = Incremental("ts")
+    first = load(spark, dataset, [], incremental, data_interval=(day(1), day(2)))
+    assert first.metrics["rows_staged"] == 0
+    assert [(w["start"], w["rows"]) for w in store.latest_state(dataset, PIPELINE, "events")["windows"]] == [
+        ("2024-01-01T00:00:00+00:00", 0)
+    ]
+    load(spark, dataset, [{"id": 1, "ts": day(2)}], incremental, data_interval=(day(2), day(3)))
+    assert ids(dataset) == [1]
