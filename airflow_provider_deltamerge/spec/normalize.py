@@ -237,7 +237,9 @@ class RowNormalizer:
         if isinstance(value, dict) and self.layout == "flatten" and name not in self.struct_columns:
             self._flatten(value, level - 1, name, out, names)
             return _FLATTENED
-        return list(value) if isinstance(value, tuple) else value
+        if isinstance(value, dict) or self.max_table_nesting is None:
+            return list(value) if isinstance(value, tuple) else value
+        return [_within(element, level - 1) for element in value]  # a child table's rows, a level down
 
     def _typed(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         columns: dict[str, None] = {}
@@ -278,6 +280,25 @@ class RowNormalizer:
                 row[variant_name(name, dlt_type(original) or "text")] = original
             elif name in row:
                 row[name] = value
+
+
+def _within(value: Any, level: int) -> Any:
+    """A child row's value at `level`: its fields' nested values below level 1 as JSON text."""
+    if isinstance(value, dict):
+        return {key: _field(field, level) for key, field in value.items()}
+    return _field(value, level)  # a list in a list: the row {"list": value}, at this level
+
+
+def _field(value: Any, level: int) -> Any:
+    """A field's value at `level`: nested values JSON text at level 0, dicts flattened a level down,
+    lists a child table whose rows sit a level down."""
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    if level <= 0:
+        return json_text(value)
+    if isinstance(value, dict):
+        return {key: _field(field, level - 1) for key, field in value.items()}
+    return [_within(element, level - 1) for element in value]
 
 
 def _mixes_time_zones(rows: list[dict[str, Any]], name: str) -> bool:

@@ -33,6 +33,13 @@ def test_levels_below_max_table_nesting_are_json_text():
     ]
 
 
+def test_child_rows_keep_nested_values_below_their_level_as_json_text():
+    got = rows([{"items": [{"sku": 1, "meta": {"a": 1}, "tags": ["x"]}]}], max_table_nesting=1)
+    assert got == [{"items": [{"sku": 1, "meta": '{"a":1}', "tags": '["x"]'}]}]
+    got = rows([{"items": [{"meta": {"a": {"b": 1}}}]}], max_table_nesting=2)
+    assert got == [{"items": [{"meta": {"a": '{"b":1}'}}]}]
+
+
 def test_struct_layout_and_struct_columns_keep_dicts():
     assert rows([{"a": {"b": 1}}], layout="struct") == [{"a": {"b": 1}}]
     assert rows([{"a": {"b": 1}, "c": {"d": 2}}], struct_columns=frozenset({"a"})) == [
