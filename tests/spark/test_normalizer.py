@@ -118,3 +118,11 @@ def test_every_dlt_column_hint_is_accepted(spark, dataset):
     }
     load(spark, dataset, [{"id": 1, "v": "a"}], columns=hints)
     assert rows(f"{dataset}/items") == [{"id": 1, "v": "a"}]
+
+
+def test_a_list_inside_a_dict_becomes_a_child_table_one_level_down(spark, dataset):
+    data = [{"id": 1, "addr": {"city": "Berlin", "rooms": [{"n": 1, "meta": {"x": 1}}]}}]
+    load(spark, dataset, data, max_table_nesting=2)
+    child = read_rows(f"{dataset}/items__addr__rooms")
+    assert [(r["n"], json.loads(r["meta"])) for r in child] == [(1, {"x": 1})]  # its rows sit at level 0
+    assert rows(f"{dataset}/items")[0]["addr__city"] == "Berlin"
