@@ -1,6 +1,6 @@
 """Loads that happened before this one asked for them: a load id loaded already, an Airflow retry whose
-earlier attempt committed, a commit Delta skipped as applied. Each returns the earlier load's LoadInfo
-instead of loading again."""
+earlier attempt committed (plan/reruns.py), a commit Delta skipped as applied. Each returns the earlier
+load's LoadInfo instead of loading again."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 from .delta import recovery, store
 from .errors import ConflictError
 from .load_info import LoadInfo
+from .plan import reruns
 from .spec.request import LoadRequest
 
 log = logging.getLogger(__name__)
@@ -29,26 +30,23 @@ def applied_by_another(request: LoadRequest, writer, load_id: str, stream: str) 
     return loaded
 
 
-def finish_interrupted_attempt(request: LoadRequest, recovered: list[store.LoadRecord]) -> LoadInfo | None:
-    """A retry of an Airflow task whose earlier attempt committed but stopped before its load record:
-    that load was just recorded from the commit, so this attempt returns it instead of loading again."""
-    for record in reversed(recovered):
-        if request.run.is_same_run(record.run):
-            log.warning(
-                "attempt %s of run %s finishes load %s, which an earlier attempt committed",
-                request.run.try_number,
-                request.run.run_id,
-                record.load_id,
-            )
-            return LoadInfo(
-                record.load_id,
-                request.table_path,
-                request.table,
-                record.table_version,
-                record.metrics,
-                record.window,
-            )
-    return None
+def finish_earlier_attempt(request: LoadRequest, stored: store.StoreSnapshot, row: dict) -> LoadInfo | None:
+    """An earlier attempt of this run loaded the table (`row`, its `_dlt_loads` row: plan/reruns.py's
+    `load_to_finish`): this attempt returns that load instead of loading again. A load recorded from its
+    commit is marked finished, so that a later re-run of the run (the task cleared) loads again."""
+    log.warning(
+        "attempt %s of run %s finishes load %s of %s, which an earlier attempt committed; nothing is "
+        "applied again",
+        request.run.try_number,
+        request.run.run_id,
+        row["load_id"],
+        request.table_path,
+    )
+    metrics = row["metrics"] or {}
+    if metrics.get(reruns.RECORDED_FROM_COMMIT):
+        finished = {k: v for k, v in metrics.items() if k != reruns.RECORDED_FROM_COMMIT}
+        store.rewrite_load_metrics(stored, row["load_id"], finished)
+    return loaded_before(request, stored, row["load_id"])
 
 
 def already_loaded(request: LoadRequest, stored: store.StoreSnapshot) -> LoadInfo | None:

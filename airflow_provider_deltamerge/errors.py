@@ -71,6 +71,28 @@ class DuplicateKeyError(SourceError):
         )
 
 
+class RowIdError(SourceError):
+    """A `_dlt_id` column given in the data is null or repeated: it is the rows' unique key, and child
+    rows name their parent row by it."""
+
+    def __init__(self, column: str, null_rows: int, examples: list, repeated_ids: int):
+        self.column, self.null_rows, self.examples, self.repeated_ids = (
+            column,
+            null_rows,
+            examples,
+            repeated_ids,
+        )
+        problems = [f"null in {null_rows} row(s)"] if null_rows else []
+        if repeated_ids:
+            shown = ", ".join(map(repr, examples))
+            problems.append(f"{repeated_ids} value(s) occurring more than once, for example {shown}")
+        super().__init__(
+            f"column {column!r} of the batch is {' and has '.join(problems)}; a {column} given in the data "
+            "is kept as each row's unique id, which child rows name their parent by. Nothing was loaded. "
+            f"Give every row its own non-null {column}, or drop the column and the load makes the ids."
+        )
+
+
 class CastError(SourceError):
     """A value cannot be stored as its column's declared type without loss."""
 

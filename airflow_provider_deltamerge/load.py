@@ -26,12 +26,14 @@ from typing import Any
 
 from . import earlier_loads, insert_only, nested_load, staged_arrow
 from .delta import recovery, store
+from .delta.child_tables import refuse_loading_a_child_table
 from .delta.locking import creation_lock
 from .delta.properties import apply_table_properties, check_table_allows_load
 from .delta.selection import select_writer
 from .delta.writer import CommitRequest, TableLayout
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
 from .load_info import LoadInfo
+from .plan import reruns
 from .plan.merge import Operation, plan_load
 from .plan.pruning import bounded
 from .spark.extract import check_data, source_reader
@@ -90,6 +92,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps = StepLog(request.table)
     set_hadoop_settings(spark, hadoop_settings(request.dataset, request.storage_options))
     writer = select_writer(request.backend, spark, request.store_options)
+    refuse_loading_a_child_table(request.dataset, request.table, writer.history)
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)
     commits = recovery.recent_commits(request, writer)
     recovered = recovery.record_unrecorded_loads(stored, request, commits)
@@ -100,15 +103,20 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         request.dataset,
         len(recovered),
     )
-    finished = earlier_loads.finish_interrupted_attempt(request, recovered)
-    finished = finished or earlier_loads.already_loaded(request, stored)
+    finished = earlier_loads.already_loaded(request, stored)
     if finished is not None:
         return finished
+    recorded = stored.loads_of(request.pipeline, request.table)
+    siblings = reruns.sibling_loads(request.run, recorded, commits)
+    reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
+    earlier = reruns.earlier_loads_of_run(request.run, recorded)
     table = writer.snapshot(spark, request.table_path)
     child_tables = nested_load.child_tables_on_storage(request)
-    load_id = request.load_id or nested_load.interrupted_load_id(request, stored, writer, child_tables)
-    load_id = load_id or new_load_id(after=stored.newest_load_id())
+    load_id, interrupted = _load_id(request, stored, writer, child_tables)
     opened = open_load_window(request, table, _cursor_state(request, stored, commits))
+    to_finish = reruns.load_to_finish(request.disposition, earlier, opened.window if opened else None)
+    if to_finish is not None:
+        return earlier_loads.finish_earlier_attempt(request, stored, to_finish)
     replaces_window = replace_where_for(request, opened.window if opened else None) is not None
     check_table_allows_load(spark, writer, request, table, replaces_window)
     checkpoint("extract")
@@ -130,7 +138,10 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
-    load = _StagedLoad(request, load_id, staged, window, new_state, stored, steps, schema, nested)
+    superseded = reruns.superseded_load_ids(request.disposition, earlier, window)
+    load = _StagedLoad(
+        request, load_id, staged, window, new_state, stored, steps, schema, nested, superseded, interrupted
+    )
     table, properties_set = apply_table_properties(spark, writer, request, table)
     if properties_set:
         steps.step("properties", "set %s", properties_set)
@@ -159,6 +170,17 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
             )
             time.sleep(pause)
             table = writer.snapshot(spark, request.table_path)
+
+
+def _load_id(request: LoadRequest, stored: store.StoreSnapshot, writer, child_tables) -> tuple[str, tuple]:
+    """The load's id, and the attempts of its run that committed child tables only (`nested_load`): a
+    new id, after theirs too (Delta's txn versions of one stream only grow), unless the request names
+    one."""
+    if request.load_id:
+        return request.load_id, ()
+    interrupted = nested_load.interrupted_loads(request, stored, writer, child_tables)
+    newest = max([stored.newest_load_id() or "0", *interrupted], key=float)
+    return new_load_id(after=newest), interrupted
 
 
 def _backoff(attempt: int) -> float:
@@ -190,6 +212,8 @@ class _StagedLoad:
     steps: StepLog
     schema: Any  # spark.schema_steps.SchemaStep
     nested: Any = None  # nested_load.NestedBatch: the child tables, committed before this table
+    superseded: tuple[str, ...] = ()  # loads whose rows this one replaces (plan/reruns.py)
+    interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_load)
 
     @property
     def window_dict(self) -> dict | None:
@@ -199,7 +223,7 @@ class _StagedLoad:
 def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
-    staged, plan = _plan(spark, load.staged, request, table, load_id, replace_where_for(request, load.window))
+    staged, plan = _plan(spark, load.staged, request, table, load_id, _replace_where(writer, load))
     plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
     base_metrics = {
         "table": request.table,
@@ -207,6 +231,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "rows_staged": staged.rows_staged,
         **load.schema.metrics,
         "writer": writer.name,
+        **reruns.map_index_metrics(request.run),
+        **({"replaced_load_ids": list(load.superseded)} if load.superseded else {}),
     }
     load.steps.step("plan", "%s", describe_plan(plan))
     if plan.operation is Operation.NOTHING:
@@ -270,6 +296,22 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("record", "load %s recorded in %s", load_id, store.LOADS_TABLE)
     log.debug("load %s metrics: %s", load_id, metrics)
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
+
+
+def _replace_where(writer, load: _StagedLoad):
+    """The rows an append replaces: its window's (but those of mapped instances of the same run, read
+    from the table's newest commits too, so a sibling that has not recorded itself is seen) and those
+    of the loads it supersedes (plan/reruns.py)."""
+    request = load.request
+    window_rows = replace_where_for(request, load.window)
+    siblings = ()
+    if window_rows is not None and request.run.map_index is not None:
+        siblings = reruns.sibling_load_ids(
+            request.run,
+            load.stored.loads_of(request.pipeline, request.table),
+            writer.history(request.table_path, store.HISTORY_DEPTH),
+        )
+    return reruns.replace_predicate(window_rows, load.load_id, load.superseded, siblings)
 
 
 def _write_record(write, stored: store.StoreSnapshot, record: store.LoadRecord, table_path: str) -> None:
@@ -341,4 +383,5 @@ def _commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, win
         "writer": base_metrics["writer"],
         "window": window,
         "run": request.run.to_dict(),
+        "replaced_load_ids": base_metrics.get("replaced_load_ids"),
     }

@@ -6,9 +6,10 @@ commit per table, each carrying the load id (and its txn, so a commit that lande
 again), in this order: every child table, then the root table, then the load record. The root table's
 commit is the load's commit point, as for a load without child tables: once it landed, every child table
 has landed, and a load interrupted after it is recorded from it by the next load. A retry of the same
-Airflow run whose earlier attempt stopped between child commits takes that attempt's load id again
-(`interrupted_load_id`): the child tables that landed are skipped by their txn, the others and the root
-are committed. `_dlt_loads` holds a load only once every table has it.
+Airflow run whose earlier attempt stopped between child commits (`interrupted_loads`) may bring another
+batch (the source changed meanwhile), so it loads under a load id of its own and every child table's
+commit also removes the rows of the interrupted attempts: each table then holds the batch that finished,
+never a mix of attempts. `_dlt_loads` holds a load only once every table has it.
 
 What each disposition does to the child tables (dlt's rules):
 - append: the child rows are appended; replace: each child table holds exactly this batch's rows (WD-3);
@@ -31,20 +32,28 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .delta.child_tables import existing_child_tables
+from .delta.child_tables import existing_child_tables, refuse_adopting_tables
 from .delta.locking import creation_lock
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.writer import CommitRequest
 from .errors import ConfigError, ContractError, SchemaError
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
-from .plan.nested import ROOT_ID, NestedPlan, plan_child_commit, plan_nested, takes_root_key
+from .plan.nested import (
+    ROOT_ID,
+    NestedPlan,
+    check_child_tables,
+    plan_child_commit,
+    plan_nested,
+    takes_root_key,
+)
+from .plan.reruns import replace_predicate
 from .plan.scd2 import Scd2Settings
 from .spark import frames
 from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
 from .spark.scd2 import VERSIONED, row_version_hash
 from .spark.schema import align_to_table
 from .spark.stage import shape_source, unflagged_rows
-from .spec.naming import ROW_ID, naming_convention, table_path
+from .spec.naming import LOAD_ID, ROW_ID, naming_convention, table_path
 from .spec.options import WriteDisposition
 from .spec.request import LoadRequest
 from .spec.run import app_id, txn_version
@@ -71,7 +80,9 @@ def child_tables_on_storage(request: LoadRequest) -> tuple[str, ...]:
 
 def _planned(request: LoadRequest, batch: DataFrame) -> NestedPlan:
     normalize = naming_convention(request.naming)
-    return plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
+    check_child_tables(plan, request.dataset)
+    return plan
 
 
 def plan_without_child_tables(
@@ -101,6 +112,7 @@ def split_nested(
     new = _new_tables_allowed(request, plan, existing) if root_exists else ()
     tables = tuple(sorted(set(plan.names) - set(new) | set(existing)))
     _refuse_unsupported(request, tables, replace_where)
+    refuse_adopting_tables(request.dataset, request.table, plan, tables, existing, writer.history)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
     disposition = request.disposition
     root_key = (
@@ -196,11 +208,13 @@ def commit_child_tables(spark, writer, load, root_table, root_plan: MergePlan, c
 
 def _child_mode(disposition: WriteDisposition, root_plan: MergePlan) -> str:
     """How child tables change: as the root table's commit changes it."""
-    if root_plan.operation is Operation.OVERWRITE:
+    if root_plan.operation is Operation.OVERWRITE and root_plan.replace_where is None:
         return "replace"
     if root_plan.operation is Operation.MERGE:  # scd2: child rows of new versions only (SCD-14)
         return "insert-only" if disposition.scd2 is not None else disposition.strategy
-    return "append"  # an append, or the first write of a merged table, or a merge without keys
+    # an append (also one replacing the rows of the loads it supersedes: `_plan_and_commit_child`), or the
+    # first write of a merged table, or a merge without keys
+    return "append"
 
 
 def _roots_to_sync(spark, writer, load, root_table, root_plan: MergePlan, mode: str) -> DataFrame | None:
@@ -244,13 +258,17 @@ def _commit_child(spark, writer, load, name: str, mode: str, rows: DataFrame, ro
 def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, roots) -> dict | None:
     request, load_id = load.request, load.load_id
     path = table_path(request.dataset, name)
-    staged = frames.materialize(_child_batch(spark, writer, snapshot, mode, rows, roots))
+    superseded = (*load.superseded, *load.interrupted) if snapshot is not None else ()
+    staged = frames.materialize(_child_batch(spark, writer, snapshot, mode, rows, roots, superseded))
     plan = plan_child_commit(
         mode,
         table_exists=snapshot is not None,
         batch_empty=staged.isEmpty(),
         flagged=HARD_DELETE_FLAG in staged.columns,
     )
+    if superseded and mode == "append":  # the batch's rows in, the superseded loads' rows out: one commit
+        predicate = replace_predicate(None, load_id, superseded)
+        plan = MergePlan(Operation.OVERWRITE, replace_where=predicate, reason="append replacing loads")
     if plan.operation is Operation.NOTHING:
         return None
     aligned = align_to_table(staged, snapshot.schema if snapshot else None, name, keep=plan.helper_columns)
@@ -275,38 +293,46 @@ def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, root
     return {**result.metrics, "table_version": result.version}
 
 
-def _child_batch(spark, writer, snapshot, mode: str, rows: DataFrame, roots) -> DataFrame:
+def _child_batch(spark, writer, snapshot, mode: str, rows: DataFrame, roots, superseded=()) -> DataFrame:
     """The child table's staged rows for `plan_child_commit`: the batch's rows, and for delete-insert and
-    upsert rows flagged as deletes (see there)."""
+    upsert rows flagged as deletes (see there), among them the rows of `superseded` loads (interrupted
+    attempts of the run)."""
     if mode in ("append", "replace"):
         return rows
     if mode == "insert-only":  # one row per id: scd2 batches may repeat a version
         return rows.dropDuplicates([ROW_ID])
     kept = rows.withColumn(HARD_DELETE_FLAG, F.lit(False))
+    left_over = None
+    if superseded:
+        left_over = writer.read_columns(spark, snapshot, [ROW_ID, ROOT_ID, LOAD_ID])
+        left_over = left_over.where(F.col(LOAD_ID).isin(list(superseded)))
     if mode == "delete-insert":  # rows carrying a deleted root's id: its child rows go
+        if left_over is not None:
+            roots = roots.unionByName(left_over.select(F.col(ROOT_ID).alias(ROW_ID))).distinct()
         gone = roots.select(F.col(ROW_ID).alias(ROOT_ID), F.lit(True).alias(HARD_DELETE_FLAG))
         return kept.unionByName(gone, allowMissingColumns=True)
     if snapshot is None:
         return kept
-    # upsert: the child rows of the synced roots that the batch no longer has
+    # upsert: the child rows of the synced roots (and of superseded loads) that the batch no longer has
     target = writer.read_columns(spark, snapshot, [ROW_ID, ROOT_ID])
     synced = roots.select(F.col(ROW_ID).alias(ROOT_ID))
-    stale = target.join(synced, on=ROOT_ID, how="left_semi").join(
-        rows.select(ROW_ID), on=ROW_ID, how="left_anti"
-    )
+    stale = target.join(synced, on=ROOT_ID, how="left_semi")
+    if left_over is not None:
+        stale = stale.select(ROW_ID).unionByName(left_over.select(ROW_ID))
+    stale = stale.select(ROW_ID).distinct().join(rows.select(ROW_ID), on=ROW_ID, how="left_anti")
     return kept.unionByName(
         stale.select(ROW_ID, F.lit(True).alias(HARD_DELETE_FLAG)), allowMissingColumns=True
     )
 
 
-def interrupted_load_id(
+def interrupted_loads(
     request: LoadRequest, stored: StoreSnapshot, writer, existing: tuple[str, ...]
-) -> str | None:
-    """The load id of an earlier attempt of this Airflow run that committed child tables (of `existing`)
-    but not the root table (it stopped in between): this attempt finishes that load instead of starting
-    another."""
+) -> tuple:
+    """The load ids of earlier attempts of this Airflow run that committed child tables (of `existing`)
+    but not the root table (they stopped in between), oldest first: this attempt's child commits remove
+    their rows."""
     if not request.run.in_airflow:
-        return None
+        return ()
     recorded = {r["load_id"] for r in stored.loads}
     found = []
     for name in existing:
@@ -320,11 +346,14 @@ def interrupted_load_id(
                 and request.run.is_same_run(meta.get("run") or {})
             ):
                 found.append(commit.load_id)
-    if not found:
-        return None
-    load_id = max(found, key=float)
-    log.warning("load %s of this run committed child tables but not %s; finishing it", load_id, request.table)
-    return load_id
+    interrupted = tuple(sorted(set(found), key=float))
+    if interrupted:
+        log.warning(
+            "load(s) %s of this run committed child tables but not %s; this attempt replaces their rows",
+            ", ".join(interrupted),
+            request.table,
+        )
+    return interrupted
 
 
 def with_table_metrics(metrics: dict, root: str, result, children: dict[str, dict] | None) -> dict:

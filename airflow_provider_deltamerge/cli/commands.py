@@ -11,11 +11,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ConfigError
-from .dataset import SYSTEM_TABLES, Dataset, absolute, describe_table
+from .dataset import SYSTEM_TABLES, Dataset, absolute, describe_table, table_name
 
 
 def loads(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The load records, newest first: all of them, or one table's; the `--last` newest."""
+    if args.table is not None:
+        table_name("--table", args.table)  # before anything is read
     dataset = Dataset(args.dataset, args.storage_option)
     store = dataset.store()
     if args.table is not None and args.table not in dataset.table_names(store.loads):
@@ -73,6 +75,7 @@ def state(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def history(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The table's commits, newest first, each marked recorded when a `_dlt_loads` row records its load."""
+    table_name("TABLE", args.table)  # before anything is read
     dataset = Dataset(args.dataset, args.storage_option)
     recorded = {row["load_id"] for row in dataset.store().loads_of(table_name=args.table)}
     commits = dataset.commits(args.table, args.last)

@@ -18,7 +18,7 @@ from deltalake.exceptions import TableNotFoundError
 from ..delta.locking import local_path
 from ..delta.store import LOADS_TABLE, STATE_TABLE, StoreSnapshot, read_commits
 from ..errors import ConfigError
-from ..spec.naming import table_path
+from ..spec.naming import check_folder_name, table_path
 from ..spec.request import check_dataset
 
 SYSTEM_TABLES = (LOADS_TABLE, STATE_TABLE)
@@ -109,6 +109,12 @@ class Dataset:
 
     def table_at_location(self) -> bool:
         return DeltaTable.is_deltatable(self.location, storage_options=self.storage_options)
+
+
+def table_name(argument: str, name: str) -> str:
+    """A table name given on the command line: one folder inside the dataset, as loads name tables (not
+    `..`, a path or a URI), so that no command reads beside or above the dataset."""
+    return check_folder_name(argument, name)
 
 
 def scan(table: DeltaTable):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 
 from .parser import build_parser
 
@@ -14,13 +15,18 @@ def main(argv: list[str] | None = None) -> int:
     from deltalake.exceptions import DeltaError  # imported after parsing: `--help` stays fast
 
     from ..errors import DeltaMergeError
+    from ..spec.secrets import command_line_secrets, redact_text
     from .commands import COMMANDS
     from .render import print_json, render
 
+    secrets = command_line_secrets(sys.argv[1:] if argv is None else argv)
     try:
         result = COMMANDS[args.command](args)
     except (DeltaMergeError, DeltaError, OSError) as exc:
-        print(f"deltamerge {args.command}: error: {exc}", file=sys.stderr)
+        print(f"deltamerge {args.command}: error: {redact_text(str(exc), secrets)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception:  # Spark's, a source's, or a bug: the traceback, without the command line's secrets
+        print(redact_text(traceback.format_exc(), secrets), file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         print_json(result)

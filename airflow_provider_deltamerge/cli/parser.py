@@ -1,10 +1,18 @@
-"""The command line of `deltamerge`: argparse only, so that ``deltamerge --help`` answers at once."""
+"""The command line of `deltamerge`: argparse only, so that ``deltamerge --help`` answers at once.
+
+Usage errors never show a secret: the checks of argument values below never quote the value (a
+`KEY=VALUE` option given `KEY:VALUE` may hold a secret key), and argparse's own messages (which quote
+unrecognized arguments and invalid values) are redacted by `Parser` with the secrets of the command line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+import sys
+from typing import Any, NoReturn
+
+from ..spec.secrets import command_line_secrets, redact_text
 
 DESCRIPTION = """\
 Inspect and load the Delta tables of a deltamerge dataset: its load records, pipeline state, table
@@ -21,11 +29,28 @@ examples:
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors hide the secrets of the arguments it was given (each
+    subcommand's parser is one too, and is given the arguments after the command's name)."""
+
+    arguments: tuple[str, ...] = ()
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.arguments = tuple(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact_text(message, command_line_secrets(self.arguments)))
+
+
 def key_value(text: str) -> tuple[str, str]:
-    """A KEY=VALUE argument."""
+    """A KEY=VALUE argument (the text is not repeated in the error: the value may be a secret)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+        raise argparse.ArgumentTypeError(
+            "expected KEY=VALUE, with '=' between the key and the value (the argument is not shown: it may "
+            "hold a secret)"
+        )
     return key, value
 
 
@@ -45,7 +70,7 @@ def json_or_text(text: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {exc}") from None
+            raise argparse.ArgumentTypeError(_not_json(exc)) from None
     return text
 
 
@@ -54,7 +79,13 @@ def json_value(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {exc}") from None
+        raise argparse.ArgumentTypeError(_not_json(exc)) from None
+
+
+def _not_json(error: json.JSONDecodeError) -> str:
+    """Where the JSON is broken, without its text (a source spec may hold a password)."""
+    where = f"line {error.lineno} column {error.colno}"
+    return f"is not valid JSON: {error.msg} at {where} (the text is not shown: it may hold a secret)"
 
 
 def key_list(text: str) -> list[str]:
@@ -63,7 +94,7 @@ def key_list(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="deltamerge",
         description=DESCRIPTION,
         epilog=EPILOG,

@@ -11,9 +11,17 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
-from ..plan.nested import PARENT_ID, SEPARATOR, is_child_table_of
+from ..plan.nested import (
+    PARENT_ID,
+    SEPARATOR,
+    NestedPlan,
+    check_not_adopted,
+    check_root_table,
+    is_child_table_of,
+)
 from ..spec.naming import table_path
 from .storage import unreadable_store
+from .store import HISTORY_DEPTH
 
 
 def existing_child_tables(dataset: str, root: str, storage_options: dict | None = None) -> tuple[str, ...]:
@@ -49,3 +57,30 @@ def _folders(dataset: str, storage_options: dict | None) -> list[str]:
 
 def _has_parent_key(path: str, storage_options: dict | None) -> bool:
     return PARENT_ID in {f.name for f in DeltaTable(path, storage_options=storage_options).schema().fields}
+
+
+def refuse_adopting_tables(
+    dataset: str, root: str, plan: NestedPlan, written: tuple[str, ...], existing: tuple[str, ...], history
+) -> None:
+    """Refuse child tables of the load (`written`) that exist as tables of their own or of another root
+    (plan.nested.check_not_adopted). `history` is the writer's (path, limit) -> commits, read once per
+    child table the load writes."""
+    check_not_adopted(root, plan, existing, _root_tables(dataset, written, history))
+
+
+def refuse_loading_a_child_table(dataset: str, table: str, history) -> None:
+    """Refuse loading directly into a child table of another table (its name holds the separator, and
+    its commits name a root table). `history`: the writer's (path, limit) -> commits."""
+    if SEPARATOR in table:
+        check_root_table(table, _root_tables(dataset, [table], history).get(table, ()))
+
+
+def _root_tables(dataset: str, names, history) -> dict[str, set[str | None]]:
+    """For each of `names` that is a table: the `root_table` its recent loads' commits name (None for a
+    commit of a table loaded on its own)."""
+    found = {}
+    for name in names:
+        commits = history(table_path(dataset, name), HISTORY_DEPTH)
+        if commits:
+            found[name] = {c.metadata.get("root_table") for c in commits if c.load_id}
+    return found

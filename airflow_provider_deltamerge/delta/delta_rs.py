@@ -8,6 +8,7 @@ by an empty append that carries them, so every recorded load has its commit.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import logging
 from dataclasses import dataclass
@@ -20,8 +21,9 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
+from ..plan.pruning import read_scope, rewrites_files
 from ..spec.storage import store_of
-from . import rs_history, unique_keys
+from . import read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .writer import (
     USER_METADATA,
@@ -153,11 +155,15 @@ class DeltaRsWriter:
     ) -> CommitResult:
         if snapshot is not None and rs_history.already_applied(snapshot.table, request, self.storage_options):
             return CommitResult(snapshot.version, {}, already_applied=True)
+        pinned = snapshot is not None and rewrites_files(plan)
         properties = CommitProperties(
             custom_metadata={USER_METADATA: request.user_metadata()},
             app_transactions=[Transaction(request.app_id, request.txn_version)],
+            max_commit_retries=read_check.PINNED if pinned else None,
         )
         try:
+            if pinned:  # made on the table as it is now, over reads still current (see read_check)
+                snapshot = self._current(snapshot, plan)
             if plan.operation is Operation.MERGE:
                 return self._merge(spark, path, snapshot, plan, source, properties, request)
             return self._write(spark, path, snapshot, plan, source, properties, request)
@@ -236,6 +242,14 @@ class DeltaRsWriter:
         read_version = snapshot.version if snapshot is not None else -1
         landed = rs_history.landed_commit(table, read_version, request.load_id)
         return CommitResult(int(landed["version"]), write_commit_metrics(landed, rows_deleted=rows_deleted))
+
+    def _current(self, snapshot: DeltaRsSnapshot, plan: MergePlan) -> DeltaRsSnapshot:
+        """The table at its newest version, where no commit since the snapshot removed a file the plan
+        read (or, for a plan whose source holds rows read from the table, added one)."""
+        current = DeltaTable(snapshot.table.table_uri, storage_options=self.storage_options)
+        scope = read_scope(plan, snapshot.partition_columns)
+        read_check.require_reads_current(snapshot.table, current, scope, added_too=plan.needs_target_read)
+        return dataclasses.replace(snapshot, table=current, version=current.version())
 
     @staticmethod
     def _empty_commit(table: DeltaTable, properties) -> None:

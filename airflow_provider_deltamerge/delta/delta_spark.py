@@ -215,7 +215,7 @@ class DeltaSparkWriter:
             with session_conf(spark, commit_session_conf(plan, request)):
                 # Checked inside `session_conf`, which lets this process commit once at a time: a load
                 # of another thread that committed while this one waited has made its plan stale.
-                if snapshot is not None and plan.operation is not Operation.WRITE:
+                if snapshot is not None and _planned_on_the_snapshot(plan):
                     _require_unchanged(DeltaTable, spark, ref, read_version)
                 if merging:
                     merge_builder(load_table(DeltaTable, spark, ref), source, plan).execute()
@@ -263,9 +263,17 @@ class DeltaSparkWriter:
             ) from exc
 
 
+def _planned_on_the_snapshot(plan: MergePlan) -> bool:
+    """Whether the commit takes figures or rows from the snapshot the plan was made on: an overwrite (the
+    rows and files it replaces, counted there) or a merge whose source holds rows read from the table.
+    Any other merge runs on the table as Delta finds it, and Delta's own conflict check decides whether
+    a commit that landed meanwhile touched what it read (the partitions its condition names)."""
+    return plan.operation is Operation.OVERWRITE or plan.needs_target_read
+
+
 def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest, creating: bool) -> None:
     helpers = [c for c in plan.helper_columns if c in source.columns]
-    rows = _clustered(source.drop(*helpers), plan.cluster_by, request.source_bytes)
+    rows = _in_files(source.drop(*helpers), plan.cluster_by, request)
     writer = (
         rows.write.format("delta").mode(write_mode(plan)).options(**write_options(plan, request, creating))
     )
@@ -280,13 +288,15 @@ def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest
         writer.save(ref.location)
 
 
-def _clustered(rows, columns: tuple[str, ...], source_bytes: int | None):
-    """Rows in files ordered by `columns` within and across them, about TARGET_FILE_BYTES each, so a
-    later MERGE bounded by a key range skips the files outside it."""
-    if not columns:
-        return rows
-    files = max(1, math.ceil((source_bytes or 0) / TARGET_FILE_BYTES))
-    return rows.repartitionByRange(files, *columns).sortWithinPartitions(*columns)
+def _in_files(rows, columns: tuple[str, ...], request: CommitRequest):
+    """Rows in about TARGET_FILE_BYTES a file, as many files for the same batch whichever session
+    writes them (the session's partitioning would decide otherwise, and the commit's metrics with it).
+    With `columns`, ordered by them within and across files, so a later MERGE bounded by a key range
+    skips the files outside it; else spread by the partition columns, one task per table partition."""
+    files = max(1, math.ceil((request.source_bytes or 0) / TARGET_FILE_BYTES))
+    if columns:
+        return rows.repartitionByRange(files, *columns).sortWithinPartitions(*columns)
+    return rows.repartition(files, *request.layout.partition_by)
 
 
 def _create_with_not_null(

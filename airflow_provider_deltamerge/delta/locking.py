@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlparse
 
+from ..spec.naming import LOCK_SUFFIX
+
 
 def local_path(uri: str) -> str | None:
     """The file system path of a local table location, None for a remote URI."""
@@ -34,7 +36,7 @@ def creation_lock(table_uri: str) -> Iterator[None]:
         return
     parent, name = os.path.split(os.path.abspath(path.rstrip("/")))
     os.makedirs(parent, exist_ok=True)
-    with open(os.path.join(parent, f".{name}.create-lock"), "a") as handle:
+    with open(os.path.join(parent, f".{name}{LOCK_SUFFIX}"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

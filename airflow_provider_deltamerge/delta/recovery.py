@@ -10,6 +10,7 @@ import json
 import logging
 
 from ..errors import StoreError
+from ..plan.reruns import RECORDED_FROM_COMMIT
 from ..spec.naming import LOAD_ID
 from .store import (
     HISTORY_DEPTH,
@@ -128,6 +129,12 @@ def record_from_commit(commit) -> LoadRecord:
         "window_start": (window or {}).get("start"),
         "window_end": (window or {}).get("end"),
     }
+    map_index = (meta.get("run") or {}).get("map_index")
+    if map_index is not None:  # as the load's own metrics keep it (plan/reruns.py)
+        metrics["map_index"] = map_index
+    metrics[RECORDED_FROM_COMMIT] = True  # its attempt stopped first: a retry finishes it
+    if meta.get("replaced_load_ids"):
+        metrics["replaced_load_ids"] = meta["replaced_load_ids"]
     if meta.get("tables") is not None:  # a load with child tables: each table's commit metrics
         root = {**commit.metrics, "table_version": commit.version}
         metrics["tables"] = {meta.get("table"): root, **meta["tables"]}

@@ -20,6 +20,9 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 # holding a timestamp past 2262 (scd2's 9999-12-31 marker) could no longer be read by them.
 PARQUET_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 TIMESTAMP_MICROS = "TIMESTAMP_MICROS"
+# A MERGE writes as many files as the session's shuffle leaves partitions, unless Delta's optimized write
+# bins its output by size first: then the same batch on the same table writes the same files anywhere.
+OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 
 
 class SparkSqlDialect:
@@ -127,9 +130,11 @@ def txn_options(request: CommitRequest) -> dict[str, str]:
 
 def commit_session_conf(plan: MergePlan, request: CommitRequest) -> dict[str, str]:
     """Session confs for the duration of one commit: timestamps as INT64 microseconds always; for a MERGE
-    also the load's commit metadata and txn, which a MERGE takes only from the session (no options)."""
+    also the load's commit metadata and txn, which a MERGE takes only from the session (no options), and
+    Delta's optimized write, so that its files do not follow the session's partitioning."""
     conf = {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
     if plan.operation is Operation.MERGE:
+        conf[OPTIMIZE_WRITE_CONF] = "true"
         conf[USER_METADATA_CONF] = request.user_metadata()
         conf[TXN_APP_ID_CONF] = request.app_id
         conf[TXN_VERSION_CONF] = str(request.txn_version)

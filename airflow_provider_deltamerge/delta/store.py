@@ -246,6 +246,17 @@ def write_load_row(snapshot: StoreSnapshot, record: LoadRecord, *, replace: bool
     snapshot.loads.sort(key=lambda r: float(r["load_id"]))
 
 
+def rewrite_load_metrics(snapshot: StoreSnapshot, load_id: str, metrics: dict[str, Any]) -> None:
+    """Write a recorded load's `_dlt_loads` row again with other metrics (a retry that finished a load
+    recorded from its commit says so: plan/reruns.py)."""
+    row = snapshot.load(load_id)
+    text = json.dumps(metrics, sort_keys=True, default=str)
+    written = {name: text if name == "metrics" else row[name] for name in LOADS_SCHEMA.names}
+    path = table_path(snapshot.dataset, LOADS_TABLE)
+    _write_row(path, LOADS_SCHEMA, written, "load_id", replace=True, storage_options=snapshot.storage_options)
+    row["metrics"] = metrics
+
+
 def _state_row(record: LoadRecord, now: datetime) -> dict:
     text = json.dumps(record.state, sort_keys=True, default=str)
     return {

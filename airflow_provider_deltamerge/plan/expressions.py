@@ -48,6 +48,11 @@ class And:
 
 
 @dataclass(frozen=True)
+class Or:
+    operands: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
 class In:
     """operand IN (values...): one of the listed values."""
 
@@ -55,7 +60,7 @@ class In:
     values: tuple[Expr, ...]
 
 
-Expr = Col | Lit | Cmp | IsNull | Not | And | In
+Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In
 
 
 def eq(left: Expr, right: Expr) -> Cmp:
@@ -112,6 +117,8 @@ def render(expr: Expr, dialect: Dialect) -> str:
         return f"NOT ({render(expr.operand, dialect)})"
     if isinstance(expr, And):
         return " AND ".join(f"({render(o, dialect)})" for o in expr.operands)
+    if isinstance(expr, Or):
+        return " OR ".join(f"({render(o, dialect)})" for o in expr.operands)
     if isinstance(expr, In):
         listed = ", ".join(render(v, dialect) for v in expr.values)
         return f"{render(expr.operand, dialect)} IN ({listed})"

@@ -15,10 +15,11 @@ columns are stored as they are; only its array columns become child tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ..spec.naming import ROW_ID
+from ..errors import ConfigError, SourceError
+from ..spec.naming import LOAD_ID, ROW_ID, check_folder_name, check_table_location
 from ..spec.options import TableHints, WriteDisposition
 from .merge import MergePlan, plan_load
 
@@ -30,6 +31,7 @@ VALUE = "value"  # the column of scalar elements
 LIST_FIELD = "list"  # the field that holds an element which is itself a list
 UNLIMITED_NESTING = 1000  # dlt's default max_table_nesting
 ROOT_KEY_STRATEGIES = ("delete-insert", "upsert", "insert-only")  # strategies whose child rows carry ROOT_ID
+CHILD_SYSTEM_COLUMNS = (LOAD_ID, ROW_ID, PARENT_ID, LIST_INDEX, ROOT_ID)  # what a load adds to child rows
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,78 @@ def _flatten(
         else:
             arrays.append((field_path, name, shape))
     return columns, arrays
+
+
+def source_of(table: NestedTable) -> str:
+    """The list a child table is made of, as the source spells it: `list column 'tags' of table 'u'`."""
+    return f"list column {'.'.join(table.source)!r} of table {table.parent!r}"
+
+
+def check_child_tables(plan: NestedPlan, dataset: str) -> None:
+    """Refuse, before anything is committed, child tables a load cannot write: a name the store cannot
+    hold (spec.naming: every depth, after the naming convention), two lists that make one table, and
+    columns of a child table that are one name twice or one of the system columns a load adds to
+    child rows (a `_dlt_id` field inside the elements would be taken for the row's id)."""
+    made_by: dict[str, NestedTable] = {}
+    for table in plan.tables:
+        check_folder_name(source_of(table), table.name)
+        check_table_location(source_of(table), dataset, table.name)
+        if table.name in made_by:
+            raise ConfigError(
+                source_of(table),
+                f"makes child table {table.name!r}, and so does the {source_of(made_by[table.name])}; "
+                "nothing was loaded. Rename one of them in the source, or use naming='snake_case'.",
+            )
+        made_by[table.name] = table
+        names = [c.name for c in table.columns]
+        taken = sorted({n for n in names if n in CHILD_SYSTEM_COLUMNS or names.count(n) > 1})
+        if taken:
+            raise SourceError(
+                f"the elements of the {source_of(table)} give child table {table.name!r} the column(s) "
+                f"{taken} twice, or as a system column a load adds to child rows "
+                f"({', '.join(CHILD_SYSTEM_COLUMNS)}); nothing was loaded. Rename those fields in the source."
+            )
+
+
+def check_not_adopted(
+    root: str, plan: NestedPlan, existing: Iterable[str], root_tables: Mapping[str, set[str | None]]
+) -> None:
+    """Refuse child tables a load would write into a table that is not one of `root`'s: a table loaded
+    on its own, another root table's child table, or one written by another tool. `existing`: the
+    tables found as root's child tables on storage (by name and columns); `root_tables`: for each table
+    the load writes that exists, the `root_table` its loads' commits name (None for a commit of a table
+    loaded on its own). A table found as root's child table is another's where its commits name
+    another root; any other table is root's only where its commits name root alone (a concurrent
+    load of root may have created it)."""
+    existing = set(existing)
+    for name, owners in sorted(root_tables.items()):
+        others = sorted(o for o in owners if o not in (None, root))
+        if name in existing and not others or name not in existing and owners == {root}:
+            continue
+        what = f"a child table of {others[0]!r}" if others else "a table of its own (not a child table)"
+        made = (
+            f"the {source_of(plan.table(name))} makes child table {name!r}"
+            if name in plan.names
+            else f"{root!r} would write {name!r}, found beside it as one of its child tables"
+        )
+        raise ConfigError(
+            "table_name",
+            f"{made}, but the dataset's table {name!r} is {what}; nothing was loaded. Rename the list "
+            f"column in the source, or load {root!r} under another table name.",
+        )
+
+
+def check_root_table(table: str, root_tables: Iterable[str | None]) -> None:
+    """Refuse loading a table directly that is a child table of another: `root_tables` are the
+    `root_table` the table's commits name (None where a commit is a root table's own)."""
+    owner = next((r for r in root_tables if r not in (None, table)), None)
+    if owner is not None:
+        raise ConfigError(
+            "table_name",
+            f"{table!r} is a child table of {owner!r} (made from one of its list columns); loading it on "
+            f"its own would mix rows without parents into it, and the next load of {owner!r} would "
+            f"change them. Nothing was loaded. Load {owner!r}, or choose another table name.",
+        )
 
 
 def takes_root_key(disposition: str, strategy: str | None) -> bool:

@@ -11,6 +11,10 @@ Where a key column partitions the table and the batch holds few of its values, t
 (`t.day IN (...)`) instead of spanning their range: a range of partitions takes in every partition
 between the batch's lowest and highest, read by a streamed delta-rs merge and by Delta's own MERGE, and
 it is the commit's read predicate, so a concurrent load into a partition in between would conflict.
+
+`read_scope` says which partitions a commit reads, as Delta Lake's conflict check takes it: the
+conjuncts of its condition on partition columns alone. A commit that lands after the plan's snapshot
+and removes a file in that scope makes the plan stale (see delta/read_check.py).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from .expressions import TARGET, And, Cmp, Col, Expr, In, Lit, all_of
+from .expressions import TARGET, And, Cmp, Col, Expr, In, IsNull, Lit, Not, all_of
 from .merge import MergePlan, Operation, SourceShape
 
 _BOUNDED_SHAPES = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
@@ -76,3 +80,45 @@ def _target_columns(on: Expr) -> set[str]:
         for o in operands
         if isinstance(o, Cmp) and o.op == "=" and isinstance(o.left, Col) and o.left.side == TARGET
     }
+
+
+def rewrites_files(plan: MergePlan) -> bool:
+    """Whether the plan's commit removes files it read: an overwrite, or a merge (which rewrites the
+    files holding the rows it changes)."""
+    return plan.operation in (Operation.OVERWRITE, Operation.MERGE)
+
+
+def read_scope(plan: MergePlan, partition_columns: tuple[str, ...]) -> tuple[Expr, ...]:
+    """The conjuncts of the plan's condition that confine its read to some partitions: for a merge,
+    those on target partition columns alone (`t.day IN (1, 5)`); for a window overwrite, those of its
+    predicate on partition columns alone. Empty where the plan reads the whole table: a full overwrite,
+    a merge whose source was read from the table, a condition without such conjuncts."""
+    if plan.operation is Operation.MERGE and not plan.needs_target_read:
+        condition, side = plan.on, TARGET
+    elif plan.operation is Operation.OVERWRITE:
+        condition, side = plan.replace_where, ""
+    else:
+        condition, side = None, ""
+    if condition is None:
+        return ()
+    conjuncts = condition.operands if isinstance(condition, And) else (condition,)
+    return tuple(c for c in conjuncts if _only_partitions(c, side, partition_columns))
+
+
+def _only_partitions(expr: Expr, side: str, partition_columns: tuple[str, ...]) -> bool:
+    columns = _columns(expr)
+    return bool(columns) and all(c.side == side and c.name in partition_columns for c in columns)
+
+
+def _columns(expr: Expr) -> list[Col]:
+    if isinstance(expr, Col):
+        return [expr]
+    if isinstance(expr, Cmp):
+        return _columns(expr.left) + _columns(expr.right)
+    if isinstance(expr, (IsNull, Not)):
+        return _columns(expr.operand)
+    if isinstance(expr, And):
+        return [c for o in expr.operands for c in _columns(o)]
+    if isinstance(expr, In):
+        return _columns(expr.operand) + [c for v in expr.values for c in _columns(v)]
+    return []

@@ -13,8 +13,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, SourceError
+from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, RowIdError, SourceError
 from ..plan.merge import HARD_DELETE_FLAG
+from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from .profile import STORABLE_DATES, outside_storable_dates
 
@@ -24,6 +25,7 @@ INPUT_ORDER = HELPER_PREFIX + "ord"  # position of the row in the input, for det
 RANK = HELPER_PREFIX + "rank"
 DUPLICATE_EXAMPLES = 5
 ID_LENGTH = 14  # base64 characters of a row id or version hash: the length of dlt's ids
+CHILD_TABLE_COLUMNS = (PARENT_ID, LIST_INDEX, ROOT_ID)
 
 
 def with_input_order(df: DataFrame) -> DataFrame:
@@ -32,13 +34,22 @@ def with_input_order(df: DataFrame) -> DataFrame:
 
 def check_no_helper_columns(df: DataFrame, normalize: Callable[[str], str]) -> None:
     """Refuse data columns whose stored names start with the helper prefix: a load's own helper
-    columns (hard-delete flags, input order, delete keys) would be confused with them."""
+    columns (hard-delete flags, input order, delete keys) would be confused with them; and the columns
+    only child tables have (CHILD_TABLE_COLUMNS), by which a table is known as a child table."""
     taken = [c for c in df.columns if normalize(c).startswith(HELPER_PREFIX)]
     if taken:
         raise SourceError(
             f"column(s) {taken} start with {HELPER_PREFIX!r}, which is reserved for the columns a load "
             "adds while it stages a batch; nothing was loaded. Rename them in the source, or use "
             "naming='snake_case', which never produces that prefix"
+        )
+    child = [c for c in df.columns if normalize(c) in CHILD_TABLE_COLUMNS]
+    if child:
+        raise SourceError(
+            f"column(s) {child} are the columns that link a child table's rows to their parents "
+            f"({', '.join(CHILD_TABLE_COLUMNS)}); a table loaded with them would be taken for a child table "
+            "of another (and emptied or merged by that table's loads). Nothing was loaded. Rename or drop "
+            "them in the source."
         )
 
 
@@ -109,6 +120,25 @@ def check_unique_keys(df: DataFrame, primary_key: tuple[str, ...], strategy: str
         raise DuplicateKeyError(primary_key, strategy, examples, duplicated.count())
 
 
+def check_row_ids(df: DataFrame, arrow=None) -> None:
+    """A `_dlt_id` column given in the data (kept, as dlt keeps it: `add_system_columns`) holds a unique,
+    non-null id per staged row; checked in the Arrow data where staging collected it, else in Spark."""
+    if arrow is not None:
+        import pyarrow.compute as pc
+
+        counts = pc.value_counts(arrow.column(ROW_ID).drop_null())
+        repeated = counts.filter(pc.greater(counts.field("counts"), 1)).field("values").to_pylist()
+        nulls = arrow.column(ROW_ID).null_count
+    else:
+        grouped = df.groupBy(ROW_ID).count().filter((F.col("count") > 1) | F.col(ROW_ID).isNull())
+        found = grouped.collect()  # no rows in the common case; at most the repeated ids otherwise
+        repeated = [r[ROW_ID] for r in found if r[ROW_ID] is not None]
+        nulls = next((r["count"] for r in found if r[ROW_ID] is None), 0)
+    if repeated or nulls:
+        examples = sorted(repeated, key=repr)[:DUPLICATE_EXAMPLES]
+        raise RowIdError(ROW_ID, int(nulls), examples, len(repeated))
+
+
 def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
     """The first `length` base64 characters of the SHA-256 of a string column: row ids, row versions,
     boundary hashes (one helper, so every hash of a row is spelled the same)."""
@@ -116,9 +146,10 @@ def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
 
 
 def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, ...] = ()) -> DataFrame:
-    """_dlt_load_id on every row; _dlt_id unique per row and load, or a hash of the primary key.
+    """_dlt_load_id on every row (one in the data is replaced); _dlt_id unique per row and load, or a hash
+    of the primary key.
 
-    A `_dlt_id` already in the data is kept, as dlt does.
+    A `_dlt_id` already in the data is kept, as dlt does (and checked: `check_row_ids`).
     """
     df = df.withColumn(LOAD_ID, F.lit(load_id))
     if ROW_ID in df.columns:

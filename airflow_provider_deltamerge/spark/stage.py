@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from ..errors import NullKeyError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
 from ..plan.pruning import KeyRange
+from ..spec.naming import ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
 from . import frames, partition_values, profile
 from .scd2 import rows_and_retires
@@ -94,6 +95,8 @@ def stage_batch(
         for column in columns:
             if before.get(f"null:{column}"):
                 raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
+    if ROW_ID in raw.columns and disposition.scd2 is None:  # scd2 puts its version hash there
+        frames.check_row_ids(staged, arrow)
     # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on the
     # rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
     if disposition.strategy == "upsert" and hints.hard_delete and arrow is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from urllib.parse import urlparse
 
 from ..errors import ConfigError
 from .checks import choice
@@ -18,6 +19,18 @@ LOAD_ID = "_dlt_load_id"  # the load that wrote the row
 ROW_ID = "_dlt_id"  # unique row id; scd2 keeps the row version hash in it
 SYSTEM_PREFIX = "_dlt"  # dlt's system columns and tables
 HELPER_PREFIX = "__"  # columns that exist only while a load is staged and never reach a table
+
+# What a store can hold. A table is a folder named after it, created under a lock file beside it
+# (`.<table>.create-lock`, local disks); both are one path component, which file systems (ext4, xfs,
+# btrfs, APFS, NTFS), ADLS Gen2 and HDFS cap at 255 bytes. Below the folder, Delta adds its log and data
+# files (`_delta_log/<20 digits>.checkpoint.<uuid>.json`, `part-00001-<uuid>-c000.zstd.parquet`).
+NAME_BYTES = 255
+LOCK_SUFFIX = ".create-lock"
+TABLE_NAME_BYTES = NAME_BYTES - len("." + LOCK_SUFFIX)  # 242
+TABLE_FILE_BYTES = 96  # the longest path Delta writes inside a table folder (partition folders aside)
+LOCATION_BYTES = {"": 4095, "file": 4095, "s3": 1024, "s3a": 1024, "gs": 1024, "gcs": 1024}
+LOCATION_BYTES.update(dict.fromkeys(("az", "abfs", "abfss", "azure", "adl"), 1024))  # object keys, paths
+NOT_IN_NAMES = ("/", "\\", "\0")
 
 _REDUCE_ALPHABET = str.maketrans("+-*@|", "x_xal")
 _NON_ALPHANUMERIC = re.compile(r"[^a-zA-Z\d_]+")
@@ -70,6 +83,45 @@ def normalize_columns(columns: list[str], normalize: Callable[[str], str]) -> di
         seen[stored] = column
         mapping[column] = stored
     return mapping
+
+
+def check_folder_name(argument: str, name: str, given: str | None = None) -> str:
+    """A table's name as stored is one folder inside the dataset that every store can hold: no
+    separator, not `.` or `..`, at most TABLE_NAME_BYTES in UTF-8. `given` is the name before the
+    naming convention, where it differs."""
+    spelled = repr(name) if given in (None, name) else f"{given!r} (stored as {name!r})"
+    if not name or name in (".", "..") or any(c in name for c in NOT_IN_NAMES):
+        raise ConfigError(
+            argument,
+            f"{spelled} is not one folder inside the dataset; give a plain name (no '/', '\\', '.' or '..')",
+        )
+    size = len(name.encode("utf-8"))
+    if size > TABLE_NAME_BYTES:
+        raise ConfigError(
+            argument,
+            f"{spelled} is {size} bytes long; a table's name may have at most {TABLE_NAME_BYTES} bytes "
+            f"(UTF-8), so that its folder and the lock file `.<table>{LOCK_SUFFIX}` beside it fit the "
+            f"{NAME_BYTES}-byte limit of a file name. Nothing was read or written: choose a shorter name.",
+        )
+    return name
+
+
+def check_table_location(argument: str, dataset: str, name: str) -> str:
+    """The files of table `name` fit the store's limit on a whole path or object key (4095 bytes on a
+    local disk, 1024 on S3, GCS and Azure), with room for the files Delta writes in the table folder."""
+    parsed = urlparse(dataset)
+    scheme = "" if "://" not in dataset else parsed.scheme.lower()
+    limit = LOCATION_BYTES.get(scheme)
+    key = dataset if not scheme else parsed.path.lstrip("/")  # an object key has no leading slash
+    size = len(key.rstrip("/").encode("utf-8")) + 1 + len(name.encode("utf-8"))
+    if limit is not None and size + TABLE_FILE_BYTES > limit:
+        raise ConfigError(
+            argument,
+            f"table {name!r} in dataset {dataset} makes paths of {size + TABLE_FILE_BYTES} bytes with the "
+            f"files Delta writes in it; the store holds paths of at most {limit} bytes. Nothing was read "
+            "or written: choose a shorter table name or dataset location.",
+        )
+    return name
 
 
 def table_path(dataset: str, name: str) -> str:

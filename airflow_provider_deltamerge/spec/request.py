@@ -24,7 +24,16 @@ from .checks import choice, key_tuple
 from .columns import ColumnSchema, canonical_columns
 from .contract import SchemaContract, check_schema_contract
 from .incremental import Incremental, as_incremental, parse_incremental, parse_instant
-from .naming import NAMINGS, SYSTEM_PREFIX, naming_convention, table_path, table_uri
+from .naming import (
+    NAMINGS,
+    NOT_IN_NAMES,
+    SYSTEM_PREFIX,
+    check_folder_name,
+    check_table_location,
+    naming_convention,
+    table_path,
+    table_uri,
+)
 from .normalize import LAYOUTS
 from .options import (
     BACKENDS,
@@ -67,19 +76,19 @@ def check_dataset(dataset: Any) -> str:
 
 
 def check_table_name(table_name: Any) -> str:
-    if not isinstance(table_name, str) or not table_name or "/" in table_name:
-        raise ConfigError("table_name", f"{table_name!r} must be a non-empty name without '/'")
+    if not isinstance(table_name, str) or not table_name or any(c in table_name for c in NOT_IN_NAMES):
+        raise ConfigError("table_name", f"{table_name!r} must be a non-empty name without '/' or '\\'")
+    if table_name in (".", ".."):
+        raise ConfigError("table_name", f"{table_name!r} is not one folder inside the dataset")
     return table_name
 
 
-def check_stored_table_name(table_name: str, stored: str) -> str:
-    """The table's name as stored is one folder of the dataset and none of the dataset's own tables."""
-    if stored in (".", "..") or "/" in stored or "\\" in stored:
-        raise ConfigError(
-            "table_name",
-            f"{table_name!r} is stored as {stored!r}, which is not one folder inside the dataset; "
-            "give a plain name (no '/', '\\', '.' or '..')",
-        )
+def check_stored_table_name(table_name: str, stored: str, dataset: str | None = None) -> str:
+    """The table's name as stored is one folder of the dataset that its store can hold (see
+    `check_folder_name`), and none of the dataset's own tables."""
+    check_folder_name("table_name", stored, table_name)
+    if dataset is not None:
+        check_table_location("table_name", dataset, stored)
     if stored.lower().startswith(RESERVED_TABLE_PREFIX):
         raise ConfigError(
             "table_name",
@@ -267,7 +276,7 @@ class LoadRequest:
         disposition = validate_disposition(disposition, hints, normalize)
         check_loading_allowed(self.table_properties, disposition.disposition, False, self.table_name)
         derived = {
-            "table": check_stored_table_name(self.table_name, normalize(self.table_name)),
+            "table": check_stored_table_name(self.table_name, normalize(self.table_name), self.dataset),
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
             "disposition": disposition,
             "hints": effective_hints(disposition, hints),

@@ -9,6 +9,7 @@ them replaced.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -21,6 +22,7 @@ _URL_SECRETS = (
     re.compile(r"://[^/\s:@]+:([^@\s/]+)@"),  # scheme://user:password@host
 )
 _SHORTEST_SECRET = 3  # shorter values would mask ordinary text
+_KEY_AND_VALUE = re.compile(r"^([^=:]*)[=:](.*)$", re.DOTALL)  # KEY=VALUE, or KEY:VALUE by mistake
 
 
 def is_credential_key(key: Any) -> bool:
@@ -51,6 +53,32 @@ def _collect(value: Any, found: list[str], key: Any = None) -> None:
         if key is not None and is_credential_key(key):
             found.append(text)
         found.extend(m.group(1) for pattern in _URL_SECRETS for m in pattern.finditer(text))
+
+
+def command_line_secrets(arguments: Iterable[str]) -> list[str]:
+    """Every credential on a command line: the value of an argument `KEY=VALUE` (or `KEY:VALUE`, or
+    `--option=KEY=VALUE`) whose key names a credential, the argument after such a key given alone, and
+    the credentials inside arguments that are JSON or URLs. Option names are never keys."""
+    found: list[str] = []
+    after_key = False
+    for argument in arguments:
+        if after_key:
+            found.append(argument)
+        text = argument.split("=", 1)[1] if argument.startswith("-") and "=" in argument else argument
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, (dict, list)):
+            _collect(parsed, found)
+        matched = _KEY_AND_VALUE.match(text)
+        key, value = (matched.group(1), matched.group(2)) if matched else (text, "")
+        named = not text.startswith("-") and parsed is None and is_credential_key(key)
+        if named and value:
+            found.append(value)
+        after_key = named and not value
+        _collect(text, found)
+    return [secret for secret in dict.fromkeys(found) if len(secret) >= _SHORTEST_SECRET]
 
 
 def redact_text(text: str, secrets: Iterable[str]) -> str:

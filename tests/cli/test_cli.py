@@ -211,6 +211,74 @@ def test_storage_options_reach_the_object_store_and_secrets_stay_out_of_errors()
     assert "secret-that-must-not-show" not in done.stderr + done.stdout
 
 
+SECRET = "s3cr3t-that-must-not-show"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("loads", "/lake", "--storage-option", f"AWS_SECRET_ACCESS_KEY:{SECRET}"),
+        ("loads", "/lake", f"--storage-option=AWS_SECRET_ACCESS_KEY:{SECRET}"),
+        ("tables", "/lake", f"AWS_SECRET_ACCESS_KEY={SECRET}"),
+        ("state", "/lake", "--last", "2", "AWS_SECRET_ACCESS_KEY", SECRET),
+        ("history", "/lake", "t", "extra", f"s3://user:{SECRET}@host/lake"),
+        ("load", "/lake", "t", "--option", f"password:{SECRET}"),
+        ("load", "/lake", "t", "--spark-conf", f"spark.hadoop.fs.s3a.secret.key:{SECRET}"),
+        ("load", "/lake", "t", "--source", '{"format": "jdbc", "options": {"password": "' + SECRET + '"'),
+        ("load", "/lake", "t", "--columns", '{"password": "' + SECRET),
+        ("load", "/lake", "t", "--max-table-nesting", f"AWS_SECRET_ACCESS_KEY={SECRET}"),
+    ],
+)
+def test_usage_errors_never_show_a_secret(args):
+    done = deltamerge(*args, timeout=30)
+    assert done.returncode == 2 and "usage: deltamerge" in done.stderr, done.stderr
+    assert SECRET not in done.stderr + done.stdout, done.stderr
+
+
+def test_errors_of_a_command_never_show_a_secret_of_its_command_line(tmp_path):
+    missing = tmp_path / "missing"
+    done = deltamerge("loads", f"file://user:{SECRET}@{missing}")
+    assert done.returncode == 1 and "deltamerge loads: error:" in done.stderr, done.stderr
+    assert SECRET not in done.stderr + done.stdout, done.stderr
+
+
+def test_any_failure_of_a_command_is_shown_without_the_secrets_of_its_command_line(monkeypatch, capsys):
+    from airflow_provider_deltamerge.cli import commands
+    from airflow_provider_deltamerge.cli.main import main
+
+    def fails(args):
+        raise RuntimeError(f"the store said: bad key {SECRET} for {args.dataset}")
+
+    monkeypatch.setitem(commands.COMMANDS, "loads", fails)
+    assert main(["loads", "/lake", "--storage-option", f"AWS_SECRET_ACCESS_KEY={SECRET}"]) == 1
+    stderr = capsys.readouterr().err
+    assert "RuntimeError: the store said: bad key *** for /lake" in stderr and SECRET not in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("history", "{dataset}", "../outside"), "TABLE: '../outside' is not one folder inside the dataset"),
+        (("history", "{dataset}", ".."), "TABLE: '..' is not one folder inside the dataset"),
+        (("history", "{dataset}", "{outside}"), "is not one folder inside the dataset"),
+        (("history", "{dataset}", "file://{outside}"), "is not one folder inside the dataset"),
+        (("history", "{dataset}", "events/../../outside"), "is not one folder inside the dataset"),
+        (("loads", "{dataset}", "--table", "../outside"), "--table: '../outside' is not one folder inside"),
+        (("history", "{dataset}", "x" * 300), "TABLE: '" + "x" * 300 + "' is 300 bytes long"),
+    ],
+)
+def test_table_arguments_stay_inside_the_dataset(shop, args, message):
+    dataset, _ = shop
+    outside = Path(dataset).parent / "outside"  # a Delta table beside the dataset
+    if not outside.exists():
+        write_deltalake(str(outside), pa.table({"id": [1]}))
+    args = [a.format(dataset=dataset, outside=outside) for a in args]
+    done = deltamerge(*args)
+    assert done.returncode == 1, done.stdout
+    assert done.stderr.startswith(f"deltamerge {args[0]}: error: ") and message in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

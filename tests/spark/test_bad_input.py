@@ -320,3 +320,143 @@ def test_a_record_that_cannot_be_written_after_the_commit_says_so_and_the_retry_
     )
     assert (retry.load_id, retry.table_version) == (error.value.load_id, 1)
     assert [r["id"] for r in read_rows(f"{dataset}/events")].count(100) == 1  # not loaded twice
+
+
+# -- child tables and row ids ------------------------------------------------------------------------------
+
+
+def test_a_child_table_never_adopts_a_table_of_its_own(spark, dataset):
+    run_load([{"id": 9, "tag": "mine"}], spark=spark, dataset=dataset, table_name="u__tags", naming="direct")
+    before = everything(dataset)
+    error = refused(ConfigError, spark, [{"id": 1, "tags": ["a", "b"]}], dataset=dataset, table_name="u")
+    assert "list column 'tags' of table 'u' makes child table 'u__tags'" in str(error)
+    assert "the dataset's table 'u__tags' is a table of its own" in str(error)
+    assert everything(dataset) == before
+    run_load([{"id": 1, "tags": "a,b"}], spark=spark, dataset=dataset, table_name="u")  # no list: no child
+    assert read_rows(f"{dataset}/u__tags") == [{"id": 9, "tag": "mine"}]
+
+
+@pytest.mark.parametrize("pipeline_name", [None, "another"])
+def test_a_child_table_is_not_loaded_on_its_own(spark, dataset, pipeline_name):
+    run_load([{"id": 1, "tags": ["a", "b"]}], spark=spark, dataset=dataset, table_name="u")
+    before = everything(dataset)
+    error = refused(
+        ConfigError,
+        spark,
+        [{"value": "c"}],
+        dataset=dataset,
+        table_name="u__tags",
+        naming="direct",
+        pipeline_name=pipeline_name,
+    )
+    assert "'u__tags' is a child table of 'u'" in str(error) and error.argument == "table_name"
+    assert everything(dataset) == before
+
+
+def test_a_child_table_is_never_another_roots_child_table(spark, dataset):
+    run_load([{"id": 1, "c": [1, 2]}], spark=spark, dataset=dataset, table_name="a__b", naming="direct")
+    before = everything(dataset)
+    error = refused(
+        ConfigError, spark, [{"id": 2, "b__c": [3]}], dataset=dataset, table_name="a", naming="direct"
+    )
+    assert "makes child table 'a__b__c'" in str(error) and "a child table of 'a__b'" in str(error)
+    assert everything(dataset) == before
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"id": 2, "c": [3]}], "list column 'c' of table 'a__b' makes child table 'a__b__c'"),
+        ([{"id": 2}], "'a__b' would write 'a__b__c', found beside it as one of its child tables"),
+    ],
+)
+def test_a_table_never_takes_a_child_table_of_another_for_its_own(spark, dataset, rows, message):
+    run_load([{"id": 1, "b__c": [1, 2]}], spark=spark, dataset=dataset, table_name="a", naming="direct")
+    before = everything(dataset)
+    arguments = {"dataset": dataset, "table_name": "a__b", "naming": "direct", "write_disposition": "replace"}
+    error = refused(ConfigError, spark, rows, **arguments)
+    assert message in str(error) and "is a child table of 'a'" in str(error)
+    assert everything(dataset) == before
+
+
+def test_two_lists_that_make_one_child_table_are_refused(spark, dataset):
+    before = seeded(spark, dataset)
+    rows = [{"id": 1, "x": [{"y": [1]}], "x__y": [2]}]
+    error = refused(ConfigError, spark, rows, dataset=dataset, table_name="t", naming="direct")
+    assert "makes child table 't__x__y', and so does" in str(error)
+    assert everything(dataset) == before
+
+
+@pytest.mark.parametrize(
+    ("rows", "argument"),
+    [
+        ([{"id": 1, "t" * 250: [1]}], "list column '" + "t" * 250 + "' of table 'u'"),
+        ([{"id": 1, "tags": [{"n" * 240: [1]}]}], "list column '" + "n" * 240 + "' of table 'u__tags'"),
+        ([{"id": 1, "Tag" * 80: [1]}], "list column '" + "_".join(["tag"] * 80) + "' of table 'u'"),
+    ],
+)
+def test_a_child_table_name_the_store_cannot_hold_is_refused(spark, dataset, rows, argument):
+    before = seeded(spark, dataset)
+    error = refused(ConfigError, spark, rows, dataset=dataset, table_name="u")
+    assert error.argument == argument and "a table's name may have at most 242 bytes" in str(error)
+    assert everything(dataset) == before
+
+
+def test_a_table_name_the_store_cannot_hold_is_refused_before_anything_is_read(spark, dataset):
+    before = seeded(spark, dataset)
+    error = refused(ConfigError, spark, lambda spark, window: 1 / 0, dataset=dataset, table_name="t" * 300)
+    assert error.argument == "table_name" and "is 300 bytes long" in str(error)
+    assert everything(dataset) == before
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        (["same", "same", "other"], "1 value(s) occurring more than once, for example 'same'"),
+        (["one", None, "two"], "is null in 1 row(s)"),
+    ],
+)
+@pytest.mark.parametrize("disposition", ["append", "replace", {"disposition": "merge", "strategy": "upsert"}])
+def test_a_row_id_given_in_the_data_is_unique_and_not_null(spark, dataset, ids, message, disposition):
+    from airflow_provider_deltamerge import RowIdError
+
+    before = seeded(spark, dataset)
+    rows = [{"id": n, "_dlt_id": row_id, "tags": [f"t{n}"]} for n, row_id in enumerate(ids)]
+    error = refused(
+        RowIdError,
+        spark,
+        rows,
+        dataset=dataset,
+        table_name="u",
+        write_disposition=disposition,
+        primary_key="id",
+    )
+    assert error.column == "_dlt_id" and message in str(error)
+    assert everything(dataset) == before
+    rows = [{**row, "_dlt_id": f"id{row['id']}"} for row in rows]  # unique ids are kept, as dlt keeps them
+    run_load(
+        rows, spark=spark, dataset=dataset, table_name="u", write_disposition=disposition, primary_key="id"
+    )
+    parents = {r["_dlt_parent_id"]: r["value"] for r in read_rows(f"{dataset}/u__tags")}
+    assert parents == {"id0": "t0", "id1": "t1", "id2": "t2"}
+
+
+def test_fields_of_list_elements_named_as_child_system_columns_are_refused(spark, dataset):
+    before = seeded(spark, dataset)
+    rows = [{"id": 1, "tags": [{"_dlt_id": "x", "name": "a"}]}]
+    error = refused(SourceError, spark, rows, dataset=dataset, table_name="u")
+    assert "['_dlt_id']" in str(error) and "list column 'tags' of table 'u'" in str(error)
+    assert everything(dataset) == before
+
+
+@pytest.mark.parametrize("column", ["_dlt_parent_id", "_dlt_list_idx", "_dlt_root_id"])
+def test_the_columns_of_child_tables_are_refused_in_a_batch(spark, dataset, column):
+    before = seeded(spark, dataset)
+    error = refused(SourceError, spark, [{"id": 1, column: "p"}], dataset=dataset, table_name="u")
+    assert f"['{column}'] are the columns that link a child table's rows" in str(error)
+    assert everything(dataset) == before
+
+
+def test_a_load_id_given_in_the_data_is_replaced_by_the_loads(spark, dataset):
+    info = run_load([{"id": 1, "_dlt_load_id": "mine"}], spark=spark, dataset=dataset, table_name="u")
+    assert [r["_dlt_load_id"] for r in read_rows(f"{dataset}/u", drop=())] == [info.load_id]

@@ -352,3 +352,117 @@ def test_a_delete_insert_of_whole_partitions_lands_beside_a_load_into_a_partitio
     assert (info.metrics["numTargetRowsDeleted"], info.metrics["numTargetRowsInserted"]) == (6, 2)
     assert sorted(rows) == [(1, 0), (2, 0), (2, 1), (2, 2), (3, 5), (4, 0), (4, 1), (4, 2), (5, 7)]
     assert (rows[(1, 0)], rows[(3, 5)], rows[(5, 7)]) == ("new", "meanwhile", "new")
+
+
+# -- an OPTIMIZE landing between a load's plan and its commit -----------------------------------------
+
+SEED = [[{"id": n, "day": 1 + n // 3, "v": "old"} for n in range(3 * b, 3 * b + 3)] for b in range(2)]
+DAY_ONE = (datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 2, tzinfo=timezone.utc))
+
+
+def stamped(rows: list[dict]) -> list[dict]:
+    """Rows with a timestamp inside their day (day 1 is 2024-01-01), for windowed loads."""
+    return [{**r, "ts": DAY_ONE[0] + timedelta(days=r["day"] - 1, hours=r["id"])} for r in rows]
+
+
+RACING_LOADS = {  # disposition: (arguments, batch, the ids and values the table must hold after it)
+    "replace": ({"write_disposition": "replace"}, [{"id": 9, "day": 1, "v": "new"}], {9: "new"}),
+    "upsert": (
+        {"write_disposition": {"disposition": "merge", "strategy": "upsert"}, "primary_key": "id"},
+        [{"id": 0, "day": 1, "v": "new"}, {"id": 9, "day": 1, "v": "new"}],
+        {0: "new", 9: "new"} | {n: "old" for n in range(1, 6)},
+    ),
+    "delete-insert": (
+        {"write_disposition": {"disposition": "merge", "strategy": "delete-insert"}, "merge_key": "day"},
+        [{"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(3, 6)},
+    ),
+    "delete-insert by both keys": (  # its source holds the target's keys of day 1 and of the batch's ids
+        {
+            "write_disposition": {"disposition": "merge", "strategy": "delete-insert"},
+            "primary_key": "id",
+            "merge_key": "day",
+        },
+        [{"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(3, 6)},
+    ),
+    "insert-only": (
+        {"write_disposition": {"disposition": "merge", "strategy": "insert-only"}, "primary_key": "id"},
+        [{"id": 0, "day": 1, "v": "new"}, {"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(6)},
+    ),
+    "scd2": (  # full extracts: the batch keeps every row and brings one more
+        {"write_disposition": {"disposition": "merge", "strategy": "scd2"}},
+        [*SEED[0], *SEED[1], {"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(6)},
+    ),
+    "window overwrite": (
+        {"write_disposition": "append", "incremental": Incremental("ts"), "data_interval": DAY_ONE},
+        [{"id": 9, "day": 1, "v": "new"}],
+        {9: "new"} | {n: "old" for n in range(3, 6)},
+    ),
+}
+
+
+@pytest.mark.parametrize("disposition", list(RACING_LOADS))
+def test_a_load_planned_before_an_optimize_commits_on_the_optimized_table(
+    spark, dataset, monkeypatch, disposition
+):
+    """Two appends leave two files; an OPTIMIZE rewrites them into one after the load planned on them and
+    before it commits. A commit made as planned would remove files that are gone and keep the
+    OPTIMIZE's file with every old row in it: the load is planned again on the optimized table instead."""
+    from airflow_provider_deltamerge.delta.maintenance import maintain_table
+
+    arguments, rows, expected = RACING_LOADS[disposition]
+    # an scd2 table is loaded by scd2 only: two full extracts, the second bringing three more rows
+    seeds, seeded_by = (SEED, {"write_disposition": "append"})
+    if disposition == "scd2":
+        seeds, seeded_by = ([SEED[0], SEED[0] + SEED[1]], arguments)
+    for seed in seeds:
+        run_load(stamped(seed), spark=spark, dataset=dataset, table_name=TABLE, **seeded_by)
+    optimized, commit_steps = [], []
+
+    def optimize_before_the_first_commit(step: str) -> None:
+        if step == "commit":
+            commit_steps.append(step)
+        if step == "commit" and not optimized:
+            optimized.append(maintain_table(dataset, TABLE, optimize=True, spark=spark))
+
+    monkeypatch.setattr(load, "checkpoint", optimize_before_the_first_commit)
+    info = run_load(stamped(rows), spark=spark, dataset=dataset, table_name=TABLE, **arguments)
+
+    [metrics] = optimized
+    assert metrics["numRemovedFiles"] == 2, "the OPTIMIZE did not rewrite the table's files"
+    assert {r["id"]: r["v"] for r in read_rows(f"{dataset}/{TABLE}")} == expected
+    assert info.table_version == metrics["table_version"] + 1
+    assert len(commit_steps) == 2, "the load was not planned again on the optimized table"
+    assert store.read_load(dataset, info.load_id)["table_version"] == info.table_version
+
+
+@pytest.mark.writer_independent
+def test_an_optimize_between_the_read_check_and_the_commit_fails_the_delta_rs_commit(
+    spark, dataset, monkeypatch
+):
+    """delta-rs: the check of what a replace read and its commit are two steps. An OPTIMIZE landing
+    between them takes the version the commit was checked for, so the commit fails instead of being
+    rebased over the OPTIMIZE (which would keep every old row), and the load is planned again."""
+    from airflow_provider_deltamerge.delta import read_check
+    from airflow_provider_deltamerge.delta.maintenance import maintain_table
+
+    for seed in SEED:
+        run_load(seed, spark=spark, dataset=dataset, table_name=TABLE, backend="delta-rs")
+    check, optimized = read_check.require_reads_current, []
+
+    def optimize_after_the_first_check(*args, **kwargs):
+        check(*args, **kwargs)
+        if not optimized:
+            optimized.append(maintain_table(dataset, TABLE, optimize=True, backend="delta-rs"))
+
+    monkeypatch.setattr(read_check, "require_reads_current", optimize_after_the_first_check)
+    rows = [{"id": 9, "day": 1, "v": "new"}]
+    info = run_load(
+        rows, spark=spark, dataset=dataset, table_name=TABLE, write_disposition="replace", backend="delta-rs"
+    )
+
+    assert {r["id"]: r["v"] for r in read_rows(f"{dataset}/{TABLE}")} == {9: "new"}
+    assert info.table_version == optimized[0]["table_version"] + 1

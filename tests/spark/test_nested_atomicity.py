@@ -1,5 +1,5 @@
 """A load with child tables stopped at any table boundary: nothing is recorded until every table has the
-load, and a retry of the same run finishes it without applying any table twice."""
+load, and a retry of the same run leaves every table with one batch, its own, never a table twice."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def recorded(dataset):
 
 @pytest.mark.parametrize("disposition", ["append", {"disposition": "merge", "strategy": "delete-insert"}])
 @pytest.mark.parametrize("step", BOUNDARIES)
-def test_a_retry_of_the_run_finishes_the_load_where_it_stopped(
+def test_a_retry_of_the_run_completes_the_load_where_it_stopped(
     spark, dataset, monkeypatch, step, disposition
 ):
     arguments = {"write_disposition": disposition, "primary_key": "id"}
@@ -71,13 +71,16 @@ def test_a_retry_of_the_run_finishes_the_load_where_it_stopped(
     assert {n: len(rows(dataset, n)) for n in TABLES} == COUNTS  # every table once, none twice
     for name in TABLES:
         assert {r["_dlt_load_id"] for r in rows(dataset, name)} == {info.load_id}
-    assert versions(dataset) == dict.fromkeys(TABLES, 0)  # one commit per table: nothing re-applied
+    # the root landed: the load is finished, nothing re-applied; else each child table that landed gets
+    # one more commit, which replaces the interrupted attempt's rows with this attempt's
     assert all(v == 0 for v in landed.values())
+    finished = "parent" in landed
+    assert versions(dataset) == {n: 1 if n in landed and not finished else 0 for n in TABLES}
     (record,) = recorded(dataset)
     assert record["load_id"] == info.load_id
     metrics = json.loads(record["metrics"])
     assert set(metrics["tables"]) == set(TABLES)
-    assert metrics["tables"]["parent__child__grandchild"]["table_version"] == 0
+    assert metrics["tables"]["parent__child__grandchild"]["table_version"] == versions(dataset)[TABLES[2]]
     assert info.metrics["tables"]["parent__child"]["numTargetRowsInserted"] == 3
 
 
@@ -113,3 +116,40 @@ def test_a_failure_before_any_commit_leaves_every_table_as_it_was(spark, dataset
         )
     assert {n: rows(dataset, n) for n in TABLES} == before
     assert [r["load_id"] for r in recorded(dataset)] == [first.load_id]
+
+
+CHANGED = [
+    {"id": 1, "child": [{"bar": 10}]},
+    {"id": 3, "child": [{"bar": 30}, {"bar": 31, "grandchild": [{"baz": 30}]}]},
+]
+
+
+@pytest.mark.parametrize(
+    "disposition",
+    [
+        "append",
+        "replace",
+        {"disposition": "merge", "strategy": "delete-insert"},
+        {"disposition": "merge", "strategy": "upsert"},
+    ],
+)
+@pytest.mark.parametrize("step", ["committed:parent__child", "committed:parent__child__grandchild"])
+def test_a_retry_with_a_changed_batch_leaves_every_table_with_that_batch(
+    spark, dataset, monkeypatch, step, disposition
+):
+    arguments = {"write_disposition": disposition, "primary_key": "id", "root_key": True}
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", step)
+    with pytest.raises(InjectedFault, match=step):
+        load(spark, dataset, run_context=run(1), **arguments)
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+
+    info = run_load(
+        CHANGED, spark=spark, dataset=dataset, table_name="parent", run_context=run(2), **arguments
+    )
+
+    assert sorted(r["id"] for r in rows(dataset, "parent")) == [1, 3]
+    assert sorted(r["bar"] for r in rows(dataset, "parent__child")) == [10, 30, 31]
+    assert [r["baz"] for r in rows(dataset, "parent__child__grandchild")] == [30]
+    for name in TABLES:
+        assert {r["_dlt_load_id"] for r in rows(dataset, name)} == {info.load_id}
+    assert [r["load_id"] for r in recorded(dataset)] == [info.load_id]

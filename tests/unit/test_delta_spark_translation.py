@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from datetime import datetime, timezone
 
 import pytest
+from delta.exceptions import ConcurrentAppendException
 from delta.tables import DeltaMergeBuilder, DeltaTable
 
 from airflow_provider_deltamerge.delta.delta_spark import (
@@ -23,6 +25,7 @@ from airflow_provider_deltamerge.delta.delta_spark import (
     load_table,
 )
 from airflow_provider_deltamerge.delta.spark_sql import (
+    OPTIMIZE_WRITE_CONF,
     PARQUET_TIMESTAMP_CONF,
     TIMESTAMP_MICROS,
     TXN_APP_ID_CONF,
@@ -43,8 +46,10 @@ from airflow_provider_deltamerge.delta.writer import (
     write_commit_metrics,
     write_metrics,
 )
+from airflow_provider_deltamerge.errors import ConflictError
 from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation, plan_load
+from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded
 from airflow_provider_deltamerge.plan.scd2 import Scd2Settings, plan_scd2
 from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 
@@ -269,6 +274,7 @@ def test_merge_gets_metadata_and_txn_as_session_confs_and_every_commit_microseco
         TXN_APP_ID_CONF: "deltamerge:shop:items",
         TXN_VERSION_CONF: "1712687273734235",
         PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS,
+        OPTIMIZE_WRITE_CONF: "true",
     }
     for disposition in ("append", "replace"):  # writes take metadata and txn as options
         conf = commit_session_conf(write_plan(disposition), REQUEST)
@@ -473,8 +479,10 @@ class Conf:
 
 
 class Session:
-    def __init__(self):
-        self.conf = Conf()
+    """A SparkSession: its frames have `parallelism` partitions, its shuffles `shuffle_partitions`."""
+
+    def __init__(self, parallelism=2, shuffle_partitions=2):
+        self.conf, self.parallelism, self.shuffle_partitions = Conf(), parallelism, shuffle_partitions
 
 
 class Frame:
@@ -511,11 +519,16 @@ class DeltaStandIn:
 
     Calls are checked against Delta's classes and recorded. A MERGE's execute() and a write's save()
     commit as Delta does: a new version with the metadata and txn the session confs or the write
-    options give it; `confs_at_commit` keeps the session confs each commit ran with.
+    options give it; `confs_at_commit` keeps the session confs each commit ran with. As in Delta, a write
+    adds one file per partition of the frame written, a MERGE one per shuffle partition unless Delta's
+    optimized write bins them; and a MERGE fails with Delta's ConcurrentAppendException where a commit
+    landing while it runs (`during_merge`) added files it read: in the partitions its condition's
+    target-only conjuncts on `partition_columns` name, or anywhere without such conjuncts.
     """
 
     def __init__(self, session, history):
         self.session, self.history_rows, self.calls, self.confs_at_commit = session, history, [], []
+        self.partition_columns, self.during_merge = (), []
 
     def __getattr__(self, name):
         if name not in {"forPath", "forName", "isDeltaTable", "history", "detail", "alias", "merge"}:
@@ -546,17 +559,21 @@ class DeltaStandIn:
         return self
 
     def _merge(self, source, condition):
-        return MergeStandIn(self)
+        return MergeStandIn(self, condition)
 
-    def commit(self, operation, metrics, parameters=None, user_metadata=None):
+    def version(self):
+        return int(self.history_rows[0]["version"]) if self.history_rows else -1
+
+    def commit(self, operation, metrics, parameters=None, user_metadata=None, added=({},)):
+        """`added`: the partition values of each file the commit adds."""
         self.confs_at_commit.append(dict(self.session.conf.values))
-        version = int(self.history_rows[0]["version"]) + 1 if self.history_rows else 0
         row = {
-            "version": version,
+            "version": self.version() + 1,
             "operation": operation,
             "operationParameters": parameters or {},
             "operationMetrics": metrics,
             "userMetadata": user_metadata or self.session.conf.get(USER_METADATA_CONF),
+            "added": added,
         }
         self.history_rows.insert(0, row)
 
@@ -564,8 +581,8 @@ class DeltaStandIn:
 class MergeStandIn:
     """DeltaMergeBuilder: clauses are checked and kept; execute() commits a MERGE."""
 
-    def __init__(self, table):
-        self.table = table
+    def __init__(self, table, condition="TRUE"):
+        self.table, self.condition = table, condition
 
     def __getattr__(self, name):
         def call(*args, **kwargs):
@@ -575,14 +592,39 @@ class MergeStandIn:
         return call
 
     def execute(self):
-        self.table.commit("MERGE", {"numSourceRows": "2", "numTargetRowsInserted": "1"})
+        table, conf = self.table, self.table.session.conf
+        start = table.version()
+        for land in table.during_merge:
+            land()
+        read = partitions_read(self.condition, table.partition_columns)
+        for row in table.history_rows[: table.version() - start]:
+            if row["operationParameters"].get("mode") != "Append" and any(map(read, row["added"])):
+                raise ConcurrentAppendException(f"files were added to {row['added']} by a concurrent update")
+        files = 1 if conf.get(OPTIMIZE_WRITE_CONF) == "true" else table.session.shuffle_partitions
+        metrics = {"numSourceRows": "2", "numTargetRowsInserted": "1", "numTargetFilesAdded": str(files)}
+        table.commit("MERGE", metrics)
+
+
+def partitions_read(condition, partition_columns):
+    """Whether a file with these partition values is read by a MERGE on `condition` (Spark SQL as the
+    writer renders it): Delta prunes by the conjuncts on target partition columns and literals alone."""
+    column = "|".join(map(re.escape, partition_columns)) or "(?!)"
+    named = re.findall(rf"t\.`({column})` IN \(([^)]*)\)", condition)
+    ranged = re.findall(rf"t\.`({column})` (>=|<=|=|<|>) (-?\d+)\b", condition)
+    tests = [lambda v, c=c, vs=vs: str(v.get(c)) in vs.split(", ") for c, vs in named]
+    tests += [lambda v, c=c, op=op, n=n: COMPARE[op](v.get(c, 0), int(n)) for c, op, n in ranged]
+    return lambda values: all(t(values) for t in tests)
+
+
+COMPARE = {">=": int.__ge__, "<=": int.__le__, "=": int.__eq__, "<": int.__lt__, ">": int.__gt__}
 
 
 class WriteStandIn:
-    """DataFrameWriter of the shaped source: save() commits a WRITE with the options' metadata."""
+    """DataFrameWriter of the shaped source: save() commits a WRITE with the options' metadata, one file
+    per partition of the frame."""
 
-    def __init__(self, table):
-        self.table, self.settings = table, {}
+    def __init__(self, table, frame=None):
+        self.table, self.settings, self.frame = table, {}, frame
 
     def format(self, name):
         return self
@@ -597,7 +639,7 @@ class WriteStandIn:
 
     def save(self, path):
         mode = "Overwrite" if self.settings["mode"] == "overwrite" else "Append"
-        metrics = {"numFiles": "1", "numOutputRows": "1"}
+        metrics = {"numFiles": str(self.frame.partitions if self.frame else 1), "numOutputRows": "1"}
         self.table.commit("WRITE", metrics, {"mode": mode}, self.settings["userMetadata"])
 
     saveAsTable = save
@@ -606,10 +648,20 @@ class WriteStandIn:
 class ShapedSource(Source):
     def __init__(self, columns, table):
         super().__init__(columns)
-        self.write = WriteStandIn(table)
+        self.write = WriteStandIn(table, self)
         self.grouped_by: list[tuple] = []
+        self.partitions = table.session.parallelism
 
     def drop(self, *columns):
+        return self
+
+    def repartition(self, count, *columns):
+        self.partitions = count
+        return self
+
+    repartitionByRange = repartition
+
+    def sortWithinPartitions(self, *columns):
         return self
 
     def groupBy(self, *columns):  # the unique-key check: a query that finds no duplicates
@@ -634,11 +686,15 @@ class NoDuplicates:
 @pytest.fixture
 def stand_in(monkeypatch):
     """The delta-spark writer's Delta, over a table whose newest version is 4."""
+    return stand_in_for(Session(), monkeypatch)
+
+
+def stand_in_for(session, monkeypatch):
     import delta.tables
 
     written = {"operation": "WRITE", "operationParameters": {}, "operationMetrics": {}, "userMetadata": None}
-    history = [{"version": v, **written} for v in range(4, -1, -1)]
-    table = DeltaStandIn(Session(), history)
+    history = [{"version": v, **written, "added": ({},)} for v in range(4, -1, -1)]
+    table = DeltaStandIn(session, history)
     monkeypatch.setattr(delta.tables, "DeltaTable", table)
     return table
 
@@ -654,10 +710,11 @@ def commit_with(stand_in, plan, target="/lake/items", version=4):
 def test_a_merge_neither_counts_nor_describes_the_table_and_reads_only_the_newest_commit(stand_in):
     result = commit_with(stand_in, merge("upsert", TableHints(primary_key=("id",))))
 
-    assert (result.version, result.metrics) == (5, {"numSourceRows": 2, "numTargetRowsInserted": 1})
+    metrics = {"numSourceRows": 2, "numTargetRowsInserted": 1, "numTargetFilesAdded": 1}
+    assert (result.version, result.metrics) == (5, metrics)
     assert not [c for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
-    # one read of the newest commit before (the plan's version is still the table's), one after
-    assert [c for c in stand_in.calls if c[0] == "history"] == [("history", 1), ("history", 1)]
+    # one read of the newest commit, after it: a merge runs on the table as Delta finds it
+    assert [c for c in stand_in.calls if c[0] == "history"] == [("history", 1)]
     (confs,) = stand_in.confs_at_commit
     assert confs == commit_session_conf(merge("upsert", TableHints(primary_key=("id",))), REQUEST)
     assert stand_in.session.conf.values == {}  # restored after the commit
@@ -674,7 +731,7 @@ def test_the_commit_of_a_load_is_looked_for_only_among_the_commits_after_its_pla
 
     assert result.version == 5 and not result.already_applied
     reads = [c for c in stand_in.calls if c[0] == "history"]
-    assert reads == [("history", 1), ("history", 1), ("history", 2)]
+    assert reads == [("history", 1), ("history", 2)]
 
 
 def test_a_write_sets_microsecond_timestamps_and_counts_nothing(stand_in):
@@ -724,3 +781,49 @@ def test_a_full_overwrite_counts_with_spark_where_the_driver_cannot_read_the_log
     assert (result.metrics["numTargetFilesRemoved"], result.metrics["numTargetRowsDeleted"]) == (99, 3)
     counted = [c[0] for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
     assert counted == ["detail", "snapshot.count"]
+
+
+# -- what Delta's conflict check takes a merge to have read; the files a commit adds --------------------
+
+
+def upsert_of_days(named: bool):
+    """An upsert keyed by (day, id) into a table partitioned by day, of a batch of days 1 and 5, bounded
+    by the batch's keys: its days named, or spanned by their range."""
+    ranges = (KeyRange("day", 1, 5, (1, 5) if named else ()), KeyRange("id", 0, 7))
+    return bounded(merge("upsert", TableHints(primary_key=("day", "id"))), ranges)
+
+
+def a_load_into_day_3(stand_in):
+    return lambda: stand_in.commit("MERGE", {}, added=({"day": 3},))
+
+
+def test_a_merge_naming_its_partitions_lands_beside_loads_into_another_partition(stand_in):
+    """One load into day 3 lands after the batch of days 1 and 5 was planned, one while its merge runs:
+    Delta's check reads days 1 and 5 only, so the batch lands at its first attempt."""
+    stand_in.partition_columns = ("day",)
+    a_load_into_day_3(stand_in)()
+    stand_in.during_merge.append(a_load_into_day_3(stand_in))
+
+    assert commit_with(stand_in, upsert_of_days(named=True)).version == 7
+    [condition] = [c[2] for c in stand_in.calls if c[0] == "merge"]
+    assert condition.endswith("AND (t.`day` IN (1, 5)) AND (t.`id` >= 0) AND (t.`id` <= 7)")
+
+
+def test_a_merge_spanning_its_partitions_conflicts_with_a_load_into_one_between(stand_in):
+    stand_in.partition_columns = ("day",)
+    stand_in.during_merge.append(a_load_into_day_3(stand_in))
+
+    with pytest.raises(ConflictError, match="another writer changed table /lake/items"):
+        commit_with(stand_in, upsert_of_days(named=False))
+    assert stand_in.version() == 5  # the load into day 3 only
+
+
+WINDOW_AND_UPSERT = [write_plan("append", Lit(True)), merge("upsert", TableHints(primary_key=("id",)))]
+
+
+@pytest.mark.parametrize("plan", WINDOW_AND_UPSERT, ids=["window-overwrite", "upsert"])
+def test_a_commit_adds_the_same_files_whichever_session_makes_it(monkeypatch, plan):
+    """A load finished by another process (a retry after a kill) records what a clean run records."""
+    sessions = [Session(parallelism=n, shuffle_partitions=2 * n) for n in (1, 2, 8)]
+    added = [commit_with(stand_in_for(s, monkeypatch), plan).metrics["numTargetFilesAdded"] for s in sessions]
+    assert added == [1, 1, 1]

@@ -6,6 +6,7 @@ import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
 from airflow_provider_deltamerge.spec.naming import direct, naming_convention, normalize_columns, snake_case
+from airflow_provider_deltamerge.spec.request import LoadRequest, check_table_name
 
 
 @pytest.mark.parametrize(
@@ -84,3 +85,55 @@ def test_two_columns_that_become_one_name_are_refused():
     message = str(raised.value)
     assert "'UserId'" in message and "'user_id'" in message and "direct" in message
     assert normalize_columns(["UserId", "user_id"], direct) == {"UserId": "UserId", "user_id": "user_id"}
+
+
+@pytest.mark.parametrize(
+    ("table_name", "naming"),
+    [
+        ("t" * 243, "direct"),  # its lock file `.<name>.create-lock` would be 256 bytes
+        ("t" * 300, "snake_case"),
+        ("é" * 122, "direct"),  # 244 bytes in UTF-8
+        ("aB" * 100, "snake_case"),  # 200 characters given, 300 stored (`a_b_...`)
+    ],
+)
+def test_a_table_name_the_store_cannot_hold_is_refused(table_name, naming):
+    with pytest.raises(ConfigError, match="bytes long; a table's name may have at most 242 bytes") as error:
+        LoadRequest.create(dataset="/lake", table_name=table_name, naming=naming)
+    assert error.value.argument == "table_name"
+
+
+@pytest.mark.parametrize(
+    ("table_name", "naming", "stored"),
+    [
+        ("t" * 242, "direct", "t" * 242),
+        ("é" * 121, "direct", "é" * 121),
+        ("aB" * 60, "snake_case", "a_b" * 60),
+    ],
+)
+def test_a_table_name_up_to_the_limit_is_taken(table_name, naming, stored):
+    assert LoadRequest.create(dataset="/lake", table_name=table_name, naming=naming).table == stored
+
+
+@pytest.mark.parametrize(
+    ("dataset", "fits"),
+    [
+        ("s3://bucket/" + "p" * 680, True),  # the bucket is not part of the key
+        ("s3://bucket/" + "p" * 750, False),  # + /<242-byte name> + Delta's files > 1024
+        ("abfss://c@account.dfs.core.windows.net/" + "p" * 750, False),
+        ("/" + "p/" * 1900, False),  # a local path longer than 4095 bytes
+        ("/" + "p/" * 1800, True),
+    ],
+)
+def test_a_table_whose_files_the_store_cannot_address_is_refused(dataset, fits):
+    name = "t" * 242
+    if fits:
+        LoadRequest.create(dataset=dataset, table_name=name, naming="direct")
+        return
+    with pytest.raises(ConfigError, match="the store holds paths of at most"):
+        LoadRequest.create(dataset=dataset, table_name=name, naming="direct")
+
+
+@pytest.mark.parametrize("table_name", ["..", ".", "a\\b", "a\0b"])
+def test_a_table_name_that_is_not_one_folder_is_refused_before_the_naming_convention(table_name):
+    with pytest.raises(ConfigError, match="table_name"):
+        check_table_name(table_name)

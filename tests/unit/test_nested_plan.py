@@ -10,6 +10,8 @@ from airflow_provider_deltamerge.plan.merge import Operation, SourceShape
 from airflow_provider_deltamerge.plan.nested import (
     Column,
     Shape,
+    check_not_adopted,
+    check_root_table,
     is_child_table_of,
     plan_child_commit,
     plan_nested,
@@ -111,3 +113,19 @@ def test_child_commits_apply_the_roots_strategy_on_the_childs_own_keys():
     insert_only = plan("insert-only")
     assert [(c.when, c.action) for c in insert_only.clauses] == [("not_matched", "insert_all")]
     assert plan("upsert", exists=False, flagged=True).operation is Operation.WRITE
+
+
+def test_a_child_table_is_written_only_where_no_other_table_is():
+    plan = plan_nested("u", (("tags", Shape.array(S)),), snake_case)
+    check_not_adopted("u", plan, (), {})  # no table there yet
+    check_not_adopted("u", plan, ("u__tags",), {"u__tags": {None}})  # found as u's child table
+    check_not_adopted("u", plan, (), {"u__tags": {"u"}})  # made by a concurrent load of u
+    for owners, what in [({None}, "a table of its own"), (set(), "a table of its own"), ({"a"}, "of 'a'")]:
+        with pytest.raises(ConfigError, match=what):
+            check_not_adopted("u", plan, (), {"u__tags": owners})
+
+
+def test_a_child_table_is_loaded_only_by_its_root_table():
+    check_root_table("u__tags", [None, "u__tags"])
+    with pytest.raises(ConfigError, match="'u__tags' is a child table of 'u'"):
+        check_root_table("u__tags", [None, "u"])

@@ -182,3 +182,22 @@ def test_a_merge_names_the_partitions_of_the_batch_where_it_lists_them():
     bounds = bounded(upsert, ranges).on.operands[-3:]
     assert bounds[0] == In(Col("day", "t"), (Lit(1), Lit(30)))  # days 2-29 are neither read nor locked
     assert bounds[1:] == (Cmp(">=", Col("id", "t"), Lit(5)), Cmp("<=", Col("id", "t"), Lit(9)))
+
+
+def test_what_a_plan_reads_is_the_partitions_its_condition_names_else_the_whole_table():
+    from airflow_provider_deltamerge.plan.expressions import Cmp, In
+    from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded, read_scope, rewrites_files
+
+    keyed = TableHints(primary_key=("day", "id"))
+    named = bounded(plan(UPSERT, keyed), (KeyRange("day", 1, 5, (1, 5)), KeyRange("id", 0, 7)))
+    spanned = bounded(plan(UPSERT, keyed), (KeyRange("day", 1, 5), KeyRange("id", 0, 7)))
+    day = Col("day", TARGET)
+    assert read_scope(named, ("day",)) == (In(day, (Lit(1), Lit(5))),)
+    assert read_scope(spanned, ("day",)) == (Cmp(">=", day, Lit(1)), Cmp("<=", day, Lit(5)))
+    assert read_scope(named, ()) == ()  # an unpartitioned table: all of it
+    window = Cmp(">=", Col("day"), Lit(3))
+    assert read_scope(plan(APPEND, replace_where=window), ("day",)) == (window,)
+    assert read_scope(plan(REPLACE), ("day",)) == ()
+    both_keys = plan(DELETE_INSERT, TableHints(primary_key=("id",), merge_key=("day",)))
+    assert both_keys.needs_target_read and read_scope(both_keys, ("day",)) == ()  # its source read all
+    assert [rewrites_files(plan(d)) for d in (APPEND, REPLACE, UPSERT)] == [False, True, True]

@@ -7,6 +7,7 @@ import pytest
 from airflow_provider_deltamerge.errors import ConfigError
 from airflow_provider_deltamerge.spec.request import LoadRequest
 from airflow_provider_deltamerge.spec.secrets import (
+    command_line_secrets,
     credential_values,
     is_credential_key,
     redact_text,
@@ -74,3 +75,21 @@ def test_a_config_error_on_a_source_never_echoes_its_credentials():
             table_name="o",
         )
     assert "opt-pass-456" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "secrets"),
+    [
+        (["--storage-option", "AWS_SECRET_ACCESS_KEY:sk-123"], ["sk-123"]),
+        (["--storage-option=AWS_SECRET_ACCESS_KEY=sk=12:3"], ["sk=12:3"]),
+        (["AWS_SECRET_ACCESS_KEY", "sk-123", "orders"], ["sk-123"]),
+        (
+            ["--source", '{"options": {"url": "' + JDBC_URL + '", "password": "pw-456"}}'],
+            ["url-pass-123", "pw-456"],
+        ),
+        (["s3://loader:pw-789@minio/lake"], ["pw-789"]),
+        (["--primary-key", "order_id", "--storage-option", "AWS_REGION=eu-west-1", "orders"], []),
+    ],
+)
+def test_the_secrets_of_a_command_line(arguments, secrets):
+    assert command_line_secrets(arguments) == secrets

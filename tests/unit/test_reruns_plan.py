@@ -1,0 +1,122 @@
+"""plan/reruns.py against a small reference model of Airflow attempts, checked on every short sequence.
+
+The model: a table of (load id, row) and the `_dlt_loads` rows. An attempt of a run either succeeds
+(commits and records), stops after its commit (recorded from the commit by the next attempt of any run,
+as recovery does), or stops before its commit. What must hold after any sequence: every run's rows in
+the table are the batch of exactly one of its attempts, the latest that committed, never two batches,
+and every committed load is recorded once.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.spark_sql import render_spark
+from airflow_provider_deltamerge.plan import reruns
+from airflow_provider_deltamerge.plan.expressions import Cmp, Col, Lit, render
+from airflow_provider_deltamerge.spec.options import WriteDisposition
+from airflow_provider_deltamerge.spec.run import RunContext
+
+APPEND = WriteDisposition.parse("append")
+OUTCOMES = ("succeeds", "stops_after_commit", "stops_before_commit")
+RUNS = (("r1", None), ("r2", None), ("r1", 0), ("r1", 1))
+
+
+class Model:
+    def __init__(self):
+        self.table: list[tuple[str, str]] = []  # (load id, row)
+        self.loads: list[dict] = []
+        self.unrecorded: list[dict] = []  # commits whose attempt stopped before its record
+        self.tries: dict[tuple, int] = {}
+        self.next_id = 0
+
+    def attempt(self, run_id: str, map_index, outcome: str) -> None:
+        for row in self.unrecorded:  # recovery: every load records commits that landed unrecorded
+            self.loads.append({**row, "metrics": {**row["metrics"], reruns.RECORDED_FROM_COMMIT: True}})
+        self.unrecorded = []
+        key = (run_id, map_index)
+        self.tries[key] = self.tries.get(key, 0) + 1
+        run = RunContext(
+            dag_id="d", task_id="t", run_id=run_id, map_index=map_index, try_number=self.tries[key]
+        )
+        earlier = reruns.earlier_loads_of_run(run, self.loads)
+        finished = reruns.load_to_finish(APPEND, earlier, None)
+        if finished is not None:  # the retry returns the load and marks it finished
+            finished["metrics"].pop(reruns.RECORDED_FROM_COMMIT, None)
+            return
+        if outcome == "stops_before_commit":
+            return
+        self.next_id += 1
+        load_id = f"{self.next_id}.000000"
+        superseded = reruns.superseded_load_ids(APPEND, earlier, None)
+        batch = f"{run_id}/{map_index}/try{self.tries[key]}"
+        self.table = [(i, r) for i, r in self.table if i not in superseded] + [(load_id, batch)] * 2
+        row = {
+            "load_id": load_id,
+            "dag_id": "d",
+            "task_id": "t",
+            "run_id": run_id,
+            "try_number": self.tries[key],
+            "window_start": None,
+            "window_end": None,
+            "metrics": reruns.map_index_metrics(run),
+        }
+        (self.loads if outcome == "succeeds" else self.unrecorded).append(row)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4])
+def test_every_run_keeps_one_batch_whatever_the_attempts(length):
+    steps = list(itertools.product(RUNS, OUTCOMES))
+    for sequence in itertools.product(steps, repeat=length):
+        model = Model()
+        committed: dict[tuple, str] = {}
+        for (run_id, map_index), outcome in sequence:
+            before = {i for i, _ in model.table}
+            model.attempt(run_id, map_index, outcome)
+            new = {i for i, _ in model.table} - before
+            if new:
+                (load_id,) = new
+                committed[(run_id, map_index)] = next(r for i, r in model.table if i == load_id)
+        for key, batch in committed.items():
+            prefix = f"{key[0]}/{key[1]}/"
+            mine = [r for _, r in model.table if r.startswith(prefix)]
+            assert mine == [batch, batch], sequence  # one batch, the latest committed, once
+        recorded = [r["load_id"] for r in model.loads + model.unrecorded]
+        assert len(recorded) == len(set(recorded)), sequence
+
+
+def test_loads_of_the_same_attempt_are_not_earlier_loads_of_its_run():
+    row = {"load_id": "1", "dag_id": "d", "task_id": "t", "run_id": "r", "try_number": 1, "metrics": {}}
+    attempt = {"dag_id": "d", "task_id": "t", "run_id": "r"}
+    assert reruns.earlier_loads_of_run(RunContext(**attempt, try_number=1), [row]) == []
+    assert reruns.earlier_loads_of_run(RunContext(**attempt, try_number=2), [row]) == [row]
+    assert reruns.earlier_loads_of_run(RunContext(**attempt), [row]) == []
+
+
+def test_the_replace_predicate_keeps_siblings_and_matches_the_new_rows():
+    window = Cmp(">=", Col("ts"), Lit("2024-01-08"))
+    predicate = reruns.replace_predicate(window, "9.0", ("1.0",), ("5.0",))
+    assert render(predicate, DataFusionDialect()) == (
+        "((\"ts\" >= '2024-01-08') AND (NOT (\"_dlt_load_id\" IN ('5.0')))) OR "
+        "(\"_dlt_load_id\" IN ('1.0', '9.0'))"
+    )
+    assert render_spark(predicate) == (
+        "((`ts` >= '2024-01-08') AND (NOT (`_dlt_load_id` IN ('5.0')))) OR (`_dlt_load_id` IN ('1.0', '9.0'))"
+    )
+    assert reruns.replace_predicate(None, "9.0", ()) is None
+    assert reruns.replace_predicate(window, "9.0", ()) == window
+
+
+def test_siblings_are_other_map_indexes_of_the_same_run_only():
+    run = RunContext(dag_id="d", task_id="t", run_id="r", map_index=0)
+    loads = [
+        {"load_id": "1", "dag_id": "d", "task_id": "t", "run_id": "r", "metrics": {"map_index": 1}},
+        {"load_id": "2", "dag_id": "d", "task_id": "t", "run_id": "r", "metrics": {"map_index": 0}},
+        {"load_id": "3", "dag_id": "d", "task_id": "t", "run_id": "other", "metrics": {"map_index": 1}},
+        {"load_id": "4", "dag_id": "d", "task_id": "t", "run_id": "r", "metrics": {}},
+    ]
+    assert reruns.sibling_load_ids(run, loads, []) == ("1",)
+    assert reruns.sibling_load_ids(RunContext(dag_id="d", task_id="t", run_id="r"), loads, []) == ()
