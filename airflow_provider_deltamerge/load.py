@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import earlier_loads, nested_load, staged_arrow
+from . import earlier_loads, insert_only, nested_load, staged_arrow
 from .delta import recovery, store
 from .delta.child_tables import refuse_loading_a_child_table
 from .delta.locking import creation_lock
@@ -36,15 +36,14 @@ from .load_info import LoadInfo
 from .plan import reruns
 from .plan.merge import Operation, plan_load
 from .plan.pruning import bounded
-from .spark import frames
-from .spark.extract import check_data, source_reader, to_dataframe
+from .spark.extract import check_data, source_reader
+from .spark.python_rows import extracted
 from .spark.scd2 import stage_scd2
 from .spark.schema import align_to_table
-from .spark.schema_steps import shape_to_schema
+from .spark.schema_steps import shape_to_schema, stored_column_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.storage import set_hadoop_settings
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
-from .spec.naming import naming_convention
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
 from .spec.storage import hadoop_settings
@@ -121,7 +120,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     replaces_window = replace_where_for(request, opened.window if opened else None) is not None
     check_table_allows_load(spark, writer, request, table, replaces_window)
     checkpoint("extract")
-    batch = _extract(spark, data, request, opened.window if opened else None)
+    batch = _extract(spark, data, request, opened.window if opened else None, table, commits)
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
     window = opened.window if opened else None
@@ -266,7 +265,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     checkpoint("commit")
-    result = writer.commit(spark, request.table_path, table, plan, source, commit)
+    result = insert_only.commit(spark, writer, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
         return earlier_loads.applied_by_another(request, writer, load_id, stream)
     checkpoint("after_commit")
@@ -326,13 +325,11 @@ def _write_record(write, stored: store.StoreSnapshot, record: store.LoadRecord, 
         raise LoadNotRecordedError(path, record.load_id, table_path, record.table_version, problem) from exc
 
 
-def _extract(spark, data, request: LoadRequest, window):
+def _extract(spark, data, request: LoadRequest, window, table, commits):
     if callable(data) and not hasattr(data, "sparkSession"):
         data = data(spark, window)
-    df = to_dataframe(spark, data)
-    normalize = naming_convention(request.naming)
-    frames.check_no_helper_columns(df, normalize)
-    return frames.rename_columns(frames.with_input_order(df), normalize)
+    table_schema = table.schema if table is not None else None
+    return extracted(spark, data, request, table_schema, stored_column_schema(commits))
 
 
 def _stage(spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where):

@@ -36,6 +36,7 @@ PROTECTED = (
     "incremental",
     "naming",
     "max_table_nesting",
+    "nested_layout",
     "root_key",
     "window",
     "conn_id",

@@ -93,6 +93,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         when the load creates the table, and by a metadata commit before the load when they differ.
     :param max_table_nesting: depth of child tables made from array columns (None: no limit; 0: none,
         arrays kept as JSON text).
+    :param nested_layout: how the dicts of Python rows are stored: "flatten" (dlt's ``<field>__<sub>``
+        columns) or "struct" (Spark struct columns); None: flattened in a new table, as they are in an
+        existing one.
     :param root_key: give child rows ``_dlt_root_id`` whatever the disposition (merges always do).
     :param window: explicit ``(start, end)`` to load, stateless (used by mapped backfills).
     :param conn_id: none (local Spark), a ``deltamerge``, ``spark`` or ``spark_connect`` connection.
@@ -146,6 +149,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         window_overwrite: bool = True,
         table_properties: dict[str, Any] | None = None,
         max_table_nesting: int | None = None,
+        nested_layout: str | None = None,
         root_key: bool = False,
         window: Any = None,
         conn_id: str | None = None,
@@ -181,6 +185,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.window_overwrite = window_overwrite
         self.table_properties = table_properties
         self.max_table_nesting = max_table_nesting
+        self.nested_layout = nested_layout
         self.root_key = root_key
         self.window = window
         self.conn_id = conn_id

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ContractError
-from ..spec.columns import dlt_type_of, variant_name
+from ..spec.columns import VARIANT_SEPARATOR, dlt_type_of, variant_name
 from ..spec.contract import SchemaContract
 from ..spec.naming import HELPER_PREFIX
 from .schema import can_widen
@@ -47,6 +47,7 @@ def apply_schema_contract(
         return _new_table(df, table, contract)
     table_types = {f.name: f.dataType for f in table_schema.fields}
     df, variants = _split_variants(df, table_types, fixed)
+    variants.update(_variants_made(df.columns, table_types, variants))
     new_variants = [v for v in variants if v not in table_types]
     batch_types = {f.name: f.dataType for f in df.schema.fields}
     new_columns = [
@@ -99,6 +100,17 @@ def _split_variants(
         )
         df = df.withColumnRenamed(name, variant)
     return df, variants
+
+
+def _variants_made(columns: list[str], table_types: dict[str, T.DataType], variants: dict[str, str]):
+    """Variant columns the batch already has (Python rows are normalised so), new to the table:
+    variant name -> the column whose values they hold."""
+    made = {}
+    for name in columns:
+        base, separator, _ = name.rpartition(VARIANT_SEPARATOR)
+        if separator and base in table_types and name not in table_types and name not in variants:
+            made[name] = base
+    return made
 
 
 def _apply(

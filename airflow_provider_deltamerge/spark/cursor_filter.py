@@ -55,6 +55,8 @@ class CursorResult:
     rows_after: int
     rows_missing_cursor: int
     rows_boundary_duplicates: int = 0
+    # columns whose values are all in rows the cursor dropped: not created, as dlt never sees them
+    filtered_columns: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -99,7 +101,17 @@ def cursor_field_type(df: DataFrame, cursor_path: str) -> T.DataType:
 
 
 def cursor_type_of(df: DataFrame, cursor_path: str) -> str:
-    return spark_cursor_type(cursor_field_type(df, cursor_path), cursor_path)
+    return spark_cursor_type(cursor_field_type(df, resolve_cursor_path(df, cursor_path)), cursor_path)
+
+
+def resolve_cursor_path(df: DataFrame, cursor_path: str) -> str:
+    """The cursor's path in the batch: a dotted path into structs, or the column dlt's layout flattened
+    it into (`meta.updated` -> `meta__updated`)."""
+    first, _, rest = cursor_path.partition(".")
+    flattened = cursor_path.replace(".", "__")
+    if rest and first not in df.columns and flattened in df.columns:
+        return flattened
+    return cursor_path
 
 
 def dedup_key(
@@ -131,10 +143,11 @@ def apply_cursor(
     Call it before system columns are added. `df` has normalised top-level names; incremental.cursor_path
     is normalised on its first segment.
     """
-    cursor_field_type(df, incremental.cursor_path)
+    path = resolve_cursor_path(df, incremental.cursor_path)
+    cursor_field_type(df, path)
     key = dedup_key(incremental, table_primary_key, whole_row_dedup)
     stored = cursor_state(stored_state, incremental.cursor_path)
-    annotated = df.withColumn(_CURSOR, _cursor_column(incremental.cursor_path))
+    annotated = df.withColumn(_CURSOR, _cursor_column(path))
     if incremental.records_boundary_hashes:
         annotated = annotated.withColumn(_HASH, _row_hash(df, key, incremental.primary_key is not None))
     annotated = _flag_rows(annotated, incremental, window, stored.get("unique_hashes") or [])
@@ -144,14 +157,16 @@ def apply_cursor(
     annotated = materialize(annotated)
     if window.cursor_type == "string":
         _check_one_timestamp_format(annotated, incremental.cursor_path)
-    result = _summarise(annotated, incremental, window)
+    kept = (path.split(".")[0], *table_primary_key, *(incremental.primary_key or ()))
+    data = [c for c in df.columns if c not in kept and not c.startswith(_NOT_ROW_DATA)]
+    result = _summarise(annotated, incremental, window, data)
     if result.rows_missing_cursor and incremental.on_cursor_value_missing == "raise":
         raise CursorValueMissingError(incremental.cursor_path, result.rows_missing_cursor, result.rows_before)
     if result.last_value is not None and _HASH in annotated.columns:
         last_value = coerce_bound(result.last_value, window.cursor_type, "last_value")
         result = replace(result, unique_hashes=_boundary_hashes(annotated, last_value, window.cursor_type))
     helpers = [c for c in (_CURSOR, _HASH, _KEEP, _DUPLICATE) if c in annotated.columns]
-    return annotated.filter(F.col(_KEEP)).drop(*helpers), result
+    return annotated.filter(F.col(_KEEP)).drop(*helpers, *result.filtered_columns), result
 
 
 def _check_one_timestamp_format(annotated: DataFrame, cursor_path: str) -> None:
@@ -238,7 +253,11 @@ def _literal(value: Any, cursor_type: str) -> Column:
     return F.lit(value)
 
 
-def _summarise(annotated: DataFrame, incremental: Incremental, window: Window) -> CursorResult:
+def _summarise(
+    annotated: DataFrame, incremental: Incremental, window: Window, data_columns: list[str]
+) -> CursorResult:
+    """The counts and newest cursor value of the kept rows, and the data columns (of `data_columns`)
+    holding values only in dropped rows, in one job over the materialised rows."""
     kept_cursor = F.when(F.col(_KEEP) & F.col(_CURSOR).isNotNull(), F.col(_CURSOR))
     newest = F.max(kept_cursor) if incremental.last_value_func == "max" else F.min(kept_cursor)
     if window.cursor_type == "timestamp":
@@ -251,7 +270,17 @@ def _summarise(annotated: DataFrame, incremental: Incremental, window: Window) -
         F.sum(F.col(_KEEP).cast("long")).alias("rows_after"),
         F.sum(F.col(_DUPLICATE).cast("long")).alias("duplicates"),
         newest.alias("last_value"),
+        *(F.count(F.col(f"`{c}`")).alias(f"all_{i}") for i, c in enumerate(data_columns)),
+        *(
+            F.count(F.when(F.col(_KEEP), F.col(f"`{c}`"))).alias(f"kept_{i}")
+            for i, c in enumerate(data_columns)
+        ),
     ).first()
+    filtered = tuple(  # where no row is kept, the batch's columns still shape the empty window's commit
+        c
+        for i, c in enumerate(data_columns)
+        if totals["rows_after"] and totals[f"all_{i}"] and not totals[f"kept_{i}"]
+    )
     return CursorResult(
         last_value=json_safe(_python_value(totals["last_value"], window.cursor_type)),
         unique_hashes=(),
@@ -259,7 +288,12 @@ def _summarise(annotated: DataFrame, incremental: Incremental, window: Window) -
         rows_after=int(totals["rows_after"] or 0),
         rows_missing_cursor=int(totals["missing"] or 0),
         rows_boundary_duplicates=int(totals["duplicates"] or 0),
+        filtered_columns=filtered,
     )
+
+
+def _quoted(name: str) -> Column:
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _python_value(collected: Any, cursor_type: str) -> Any:

@@ -34,9 +34,15 @@ def check_data(data: Any) -> None:
         raise SourceError(f"data is a {type(data).__name__}; pass {ACCEPTED_DATA}")
 
 
-def to_dataframe(spark, data):
+def is_rows(data: Any) -> bool:
+    """Whether the data is Python rows (a list of dicts), which dlt's normaliser shapes."""
+    return isinstance(data, (list, tuple))
+
+
+def to_dataframe(spark, data, normalizer=None):
     """The batch as a DataFrame: a DataFrame as is, a pandas DataFrame or a list of dicts through Arrow
-    (a list's keys unioned in order; naive timestamps read as UTC in both)."""
+    (a list's keys unioned in order; naive timestamps read as UTC in both). `normalizer`
+    (`spec.normalize.RowNormalizer`) shapes a list's rows first, as dlt's normaliser does."""
     check_data(data)
     if _is_spark(data):
         return data
@@ -44,7 +50,8 @@ def to_dataframe(spark, data):
         table = pa.Table.from_pandas(data, preserve_index=False)
         as_stored = pa.schema([_utc_micros(f) for f in table.schema])
         return arrow_to_spark(spark, table.cast(as_stored, safe=False))  # Delta keeps microseconds
-    return arrow_to_spark(spark, rows_to_arrow(list(data)))
+    rows = list(data)
+    return arrow_to_spark(spark, rows_to_arrow(normalizer.rows(rows) if normalizer is not None else rows))
 
 
 def arrow_to_spark(spark, table: pa.Table):

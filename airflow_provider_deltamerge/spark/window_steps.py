@@ -12,6 +12,10 @@ import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..errors import CursorColumnMissingError
 from ..plan.expressions import Cmp, Col, Expr, Lit, all_of
 from ..plan.merge import MergePlan, Operation
 from ..spec.incremental import Incremental
@@ -19,6 +23,15 @@ from ..spec.window import Window, resolve_window
 from .cursor_filter import apply_cursor, cursor_type_of, next_state, spark_cursor_type
 
 log = logging.getLogger(__name__)
+# the column type of each cursor type, for an empty batch that lacks the cursor column
+_CURSOR_COLUMN_TYPES = {
+    "timestamp": T.TimestampType(),
+    "timestamp_ntz": T.TimestampNTZType(),
+    "date": T.DateType(),
+    "int": T.LongType(),
+    "float": T.DoubleType(),
+    "string": T.StringType(),
+}
 
 
 def provisional_cursor_type(incremental: Incremental, table_schema) -> str:
@@ -112,9 +125,17 @@ def filter_to_window(batch, request, opened):
     """The batch cut to the window (a sloppy source cannot load rows outside it) and the table's new state."""
     if opened is None:
         return batch, None, None
-    opened = opened.for_cursor_type(
-        cursor_type_of(batch, request.cursor.cursor_path), request.interval, request.run
-    )
+    try:
+        cursor_type = cursor_type_of(batch, request.cursor.cursor_path)
+    except CursorColumnMissingError:
+        path = request.cursor.cursor_path
+        if "." in path or not batch.isEmpty():
+            raise
+        # an empty batch (`[]`) has no columns: it gets the cursor column, typed as the window expects,
+        # and loads as any batch without rows in the window (nothing loaded, the cursor kept)
+        cursor_type = opened.window.cursor_type
+        batch = batch.withColumn(path, F.lit(None).cast(_CURSOR_COLUMN_TYPES[cursor_type]))
+    opened = opened.for_cursor_type(cursor_type, request.interval, request.run)
     filtered, result = apply_cursor(
         batch,
         request.cursor,

@@ -36,9 +36,12 @@ DATA_TYPES = (
 )
 KEY_HINTS = ("primary_key", "merge_key", "hard_delete", "dedup_sort")
 # Accepted as dlt accepts them; only `partition` changes how the table is stored (see the README).
-TABLE_HINTS = ("unique", "partition", "cluster", "row_key", "parent_key", "root_key")
+TABLE_HINTS = ("unique", "partition", "cluster", "sort", "row_key", "parent_key", "root_key", "incremental")
+# dlt's hints that describe a column and mean nothing to a Delta table: accepted, kept, unused.
+INFO_HINTS = ("variant", "description")
+EXTENSION_PREFIX = "x-"  # dlt's custom hints (`x-...`): accepted and kept, unused
 TYPE_HINTS = ("data_type", "precision", "scale", "timezone", "nullable")
-COLUMN_HINTS = ("name", *TYPE_HINTS, *KEY_HINTS, *TABLE_HINTS)
+COLUMN_HINTS = ("name", *TYPE_HINTS, *KEY_HINTS, *TABLE_HINTS, *INFO_HINTS)
 DEDUP_SORT_ORDERS = ("asc", "desc")
 DEFAULT_DECIMAL = (38, 9)  # dlt's default precision and scale
 MAX_DECIMAL_PRECISION = 38  # Delta's (and Spark's) widest decimal
@@ -95,13 +98,22 @@ class ColumnSchema:
     row_key: bool | None = None
     parent_key: bool | None = None
     root_key: bool | None = None
+    sort: bool | None = None
+    incremental: bool | None = None
+    variant: bool | None = None
+    description: str | None = None
+    extensions: tuple[tuple[str, Any], ...] = ()  # `x-...` hints, as given
 
     def to_dict(self) -> dict[str, Any]:
         """The hints that were given, without the name (the canonical dict form's value)."""
-        given = {k: v for k, v in dataclasses.asdict(self).items() if v is not None and k != "name"}
+        given = {
+            k: v
+            for k, v in dataclasses.asdict(self).items()
+            if v is not None and k not in ("name", "extensions")
+        }
         if not self.hard_delete:
             given.pop("hard_delete")
-        return given
+        return {**given, **dict(self.extensions)}
 
     @property
     def is_key(self) -> bool:
@@ -158,15 +170,27 @@ def canonical_columns(columns: Any) -> dict[str, dict[str, Any]] | None:
 
 def parse_column(name: str, hints: dict[str, Any]) -> ColumnSchema:
     where = f"columns[{name!r}]"
-    unknown = sorted(set(hints) - set(COLUMN_HINTS))
+    extensions = tuple(
+        (k, v) for k, v in hints.items() if isinstance(k, str) and k.startswith(EXTENSION_PREFIX)
+    )
+    hints = {k: v for k, v in hints.items() if (k, v) not in extensions}
+    unknown = sorted(set(hints) - set(COLUMN_HINTS), key=str)
     if unknown:
-        raise ConfigError(where, f"unknown hint(s) {unknown}; valid: {', '.join(COLUMN_HINTS[1:])}")
-    for flag in ("primary_key", "merge_key", "hard_delete", "timezone", "nullable", *TABLE_HINTS):
+        raise ConfigError(
+            where,
+            f"unknown hint(s) {unknown}; valid: {', '.join(COLUMN_HINTS[1:])} and custom hints "
+            f"named {EXTENSION_PREFIX}...",
+        )
+    for flag in ("primary_key", "merge_key", "hard_delete", "timezone", "nullable", "variant", *TABLE_HINTS):
         if hints.get(flag) is not None and not isinstance(hints[flag], bool):
-            raise ConfigError(f"{where}.{flag}", f"must be true or false, got {hints[flag]!r}")
+            meant = "; to keep one row per key by this column, use dedup_sort" if flag == "sort" else ""
+            raise ConfigError(f"{where}.{flag}", f"must be true or false, got {hints[flag]!r}{meant}")
+    if hints.get("description") is not None and not isinstance(hints["description"], str):
+        raise ConfigError(f"{where}.description", f"must be text, got {hints['description']!r}")
     if hints.get("dedup_sort") is not None:
         choice(f"{where}.dedup_sort", hints["dedup_sort"], DEDUP_SORT_ORDERS)
-    column = ColumnSchema(name, **{k: v for k, v in hints.items() if v is not None})
+    given = {k: v for k, v in hints.items() if v is not None}
+    column = ColumnSchema(name, **given, extensions=extensions)
     _check_type(where, column)
     return column
 

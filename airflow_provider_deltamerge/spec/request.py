@@ -34,6 +34,7 @@ from .naming import (
     table_path,
     table_uri,
 )
+from .normalize import LAYOUTS
 from .options import (
     BACKENDS,
     TableHints,
@@ -147,6 +148,11 @@ def check_max_table_nesting(value: Any) -> int | None:
     return value
 
 
+def check_nested_layout(value: Any) -> str | None:
+    """None (dlt's layout for a new table, the layout it has for an existing one), or one of LAYOUTS."""
+    return None if value is None else choice("nested_layout", value, LAYOUTS)
+
+
 def check_root_key(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError("root_key", f"must be true or false, got {value!r}")
@@ -196,6 +202,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "window_overwrite": check_window_overwrite,
     "table_properties": check_table_properties,
     "max_table_nesting": check_max_table_nesting,
+    "nested_layout": check_nested_layout,
     "root_key": check_root_key,
     "storage_options": check_storage_options,
 }
@@ -238,6 +245,7 @@ class LoadRequest:
     table_properties: Any = None
     load_id: str | None = None
     max_table_nesting: int | None = None  # child tables up to this depth; deeper arrays kept as JSON
+    nested_layout: str | None = None  # a list of dicts' dicts: "flatten" (dlt's) or "struct" columns
     root_key: bool = False  # _dlt_root_id in child tables whatever the disposition
     storage_options: Any = field(default=None, repr=False)  # delta-rs options: may hold credentials
 
@@ -288,8 +296,8 @@ class LoadRequest:
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
         merge_key, columns, schema_contract, pipeline_name, backend, naming, incremental,
-        window_overwrite, table_properties, max_table_nesting, root_key, storage_options, and the run's
-        data_interval, run_context and load_id.
+        window_overwrite, table_properties, max_table_nesting, nested_layout, root_key, storage_options,
+        and the run's data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))

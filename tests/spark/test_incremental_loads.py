@@ -264,7 +264,9 @@ def test_replace_resets_the_cursor_every_run(spark, dataset):
     assert len(store.latest_state(dataset, PIPELINE, "events")["windows"]) == 1  # the old windows went too
 
 
-def test_dotted_cursor_path_reads_a_struct_field(spark, dataset):
+@pytest.mark.parametrize("layout", ["flatten", "struct"])
+def test_dotted_cursor_path_reads_a_nested_field(spark, dataset, layout):
+    """`Meta.updated` reads the flattened column `meta__updated` (dlt's layout) or the struct's field."""
     incremental = Incremental(
         "Meta.updated", initial_value="2024-01-02T00:00:00Z"
     )  # first segment is normalised
@@ -272,10 +274,14 @@ def test_dotted_cursor_path_reads_a_struct_field(spark, dataset):
     def rows(n):
         return [{"id": i, "Meta": {"updated": day(i), "by": "etl"}} for i in range(1, n + 1)]
 
-    load(spark, dataset, rows(3), incremental, primary_key="id")
-    load(spark, dataset, rows(5), incremental, primary_key="id")
+    load(spark, dataset, rows(3), incremental, primary_key="id", nested_layout=layout)
+    load(spark, dataset, rows(5), incremental, primary_key="id", nested_layout=layout)
     assert ids(dataset) == [2, 3, 4, 5]
-    assert read_rows(f"{dataset}/events")[0]["meta"] == {"updated": day(2), "by": "etl"}
+    first = read_rows(f"{dataset}/events", order_by=["id"])[0]
+    if layout == "struct":
+        assert first["meta"] == {"updated": day(2), "by": "etl"}
+    else:
+        assert (first["meta__updated"], first["meta__by"]) == (day(2), "etl")
     assert cursor_entry(dataset, "meta.updated")["last_value"] == "2024-01-05T00:00:00+00:00"
 
 
@@ -302,3 +308,46 @@ def test_a_live_source_is_read_once_so_the_cursor_matches_the_loaded_rows(spark,
             store.latest_state(dataset, PIPELINE, "events")["windows"][-1]["rows"]
             == info.metrics["rows_staged"]
         )
+
+
+# -- empty batches and columns only the dropped rows have ----------------------------------------
+
+
+@pytest.mark.parametrize("disposition", ["append", "merge"])
+def test_an_empty_batch_loads_nothing_and_keeps_the_cursor(spark, dataset, disposition):
+    incremental = Incremental("ts", initial_value="2024-01-02T00:00:00Z")
+    keys = {"primary_key": "id"} if disposition == "merge" else {}
+    load(spark, dataset, [], incremental, write_disposition=disposition, **keys)  # the first run
+    load(
+        spark,
+        dataset,
+        [{"id": n, "ts": day(n)} for n in (2, 3)],
+        incremental,
+        write_disposition=disposition,
+        **keys,
+    )
+    version = table_version(f"{dataset}/events")
+    load(spark, dataset, [], incremental, write_disposition=disposition, **keys)  # after earlier loads
+    assert ids(dataset) == [2, 3]
+    assert cursor_entry(dataset)["last_value"] == "2024-01-03T00:00:00+00:00"
+    assert table_version(f"{dataset}/events") >= version
+
+
+def test_columns_only_in_rows_the_cursor_drops_are_not_created(spark, dataset):
+    incremental = Incremental("ts", initial_value="2024-01-02T00:00:00Z")
+    rows = [{"id": 1, "ts": day(1), "old_only": "x"}, {"id": 2, "ts": day(2), "kept": 1}]
+    load(spark, dataset, rows, incremental)
+    names = DeltaTable(f"{dataset}/events").schema().to_arrow().names
+    assert "kept" in names and "old_only" not in names
+    assert ids(dataset) == [2]
+
+
+def test_an_empty_batch_in_an_airflow_window_records_the_window(spark, dataset):
+    incremental = Incremental("ts")
+    first = load(spark, dataset, [], incremental, data_interval=(day(1), day(2)))
+    assert first.metrics["rows_staged"] == 0
+    assert [(w["start"], w["rows"]) for w in store.latest_state(dataset, PIPELINE, "events")["windows"]] == [
+        ("2024-01-01T00:00:00+00:00", 0)
+    ]
+    load(spark, dataset, [{"id": 1, "ts": day(2)}], incremental, data_interval=(day(2), day(3)))
+    assert ids(dataset) == [1]

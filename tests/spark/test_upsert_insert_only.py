@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import run_load
+from airflow_provider_deltamerge import DuplicateKeyError, run_load
 from tests.helpers import ordered, read_rows, table_version
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
@@ -206,3 +207,19 @@ def test_upsert_and_insert_only_share_the_key_hash_for_row_ids(spark, dataset):
     (b,) = DeltaTable(f"{dataset}/b").to_pyarrow_table().to_pylist()
     assert a["_dlt_id"] == b["_dlt_id"]
     assert a["_dlt_load_id"] != b["_dlt_load_id"]
+
+
+def test_insert_only_takes_duplicates_of_a_key_the_table_holds_and_refuses_those_of_a_new_key(spark, dataset):
+    path = f"{dataset}/users"
+    load(spark, dataset, [{"id": 1, "name": "ann"}], write_disposition=INSERT_ONLY)
+    second = load(
+        spark,
+        dataset,
+        [{"id": 1, "name": "x"}, {"id": 1, "name": "y"}, {"id": 2, "name": "bob"}],
+        write_disposition=INSERT_ONLY,
+    )
+    assert read_rows(path) == ordered([{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}])
+    assert counts(second)[0] == 1
+    with pytest.raises(DuplicateKeyError, match=r"for example 3"):
+        load(spark, dataset, [{"id": 3, "name": "c"}, {"id": 3, "name": "d"}], write_disposition=INSERT_ONLY)
+    assert read_rows(path) == ordered([{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}])

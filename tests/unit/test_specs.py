@@ -98,8 +98,11 @@ def test_column_hints_are_validated():
     assert parse_columns(None) == {}
 
     assert "must be a dict" in str(config_error(parse_columns, {"ts": "desc"}))
-    error = config_error(parse_columns, {"ts": {"sort": "desc"}})
-    assert error.argument == "columns['ts']" and "'sort'" in str(error) and "dedup_sort" in str(error)
+    error = config_error(parse_columns, {"ts": {"sorted": True}})
+    assert error.argument == "columns['ts']" and "'sorted'" in str(error) and "dedup_sort" in str(error)
+    error = config_error(parse_columns, {"ts": {"sort": "desc"}})  # dlt's sort hint is a flag
+    assert error.argument == "columns['ts'].sort" and "dedup_sort" in str(error)
+    assert parse_columns({"ts": {"sort": True}})["ts"].sort
     error = config_error(parse_columns, {"ts": {"dedup_sort": "newest"}})
     assert "'newest'" in str(error) and "'asc'" in str(error) and "'desc'" in str(error)
     assert "true or false" in str(config_error(parse_columns, {"gone": {"hard_delete": "yes"}}))

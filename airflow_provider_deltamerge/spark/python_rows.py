@@ -1,0 +1,47 @@
+"""A list of dicts as dlt's normaliser shapes it (`spec.normalize`), with what it needs of the table.
+
+The table's column types decide which values are coerced and which go to variant columns; a table
+with struct columns keeps its dicts as structs unless the load names a layout (an existing table's
+layout never changes silently). The rows are converted once: normalised in Python, then to Arrow.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from ..spec.columns import dlt_type_of, merged_columns, parse_column_schema
+from ..spec.naming import direct, naming_convention
+from ..spec.normalize import RowNormalizer
+from . import frames
+from .extract import is_rows, to_dataframe
+
+
+def extracted(spark, data, request, table_schema: T.StructType | None, stored_columns):
+    """The batch as a DataFrame with stored column names and its input order; Python rows normalised
+    (their names are stored names already, flattened ones included)."""
+    normalize = naming_convention(request.naming)
+    normalizer = row_normalizer(request, table_schema, stored_columns) if is_rows(data) else None
+    df = to_dataframe(spark, data, normalizer)
+    if normalizer is not None:
+        normalize = direct
+    frames.check_no_helper_columns(df, normalize)
+    return frames.rename_columns(frames.with_input_order(df), normalize)
+
+
+def row_normalizer(request, table_schema: T.StructType | None, stored_columns) -> RowNormalizer:
+    """The normaliser of this load's rows: `request` the LoadRequest, `table_schema` the table's schema
+    (None: a new table), `stored_columns` the declared schema earlier loads stored."""
+    given = {name: column.to_dict() for name, column in request.declared.items()}
+    declared = parse_column_schema(merged_columns(stored_columns, given))
+    fields = table_schema.fields if table_schema is not None else []
+    structs = frozenset(f.name for f in fields if isinstance(f.dataType, T.StructType))
+    layout = request.nested_layout or ("struct" if structs else "flatten")
+    return RowNormalizer(
+        normalize=naming_convention(request.naming),
+        declared={name: column.data_type for name, column in declared.items()},
+        existing={f.name: dlt_type_of(f.dataType.simpleString()) for f in fields},
+        struct_columns=structs,
+        keys=frozenset(request.hints.primary_key) | frozenset(request.hints.merge_key),
+        max_table_nesting=request.max_table_nesting,
+        layout=layout,
+    )
