@@ -161,6 +161,7 @@ def _shown_warmups(size: dict) -> str:
 def render(report: dict) -> str:
     lines = [
         "",
+        "WARM: every side in this one process, after one untimed run of each (--warmup)",
         "size                     side                   median s   min s   max s  peak tree MB"
         "  files +/-   verified",
     ]
