@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from bench_report import _check
+from bench_report import _check, checks_table
 
 EDGE = 20  # P8: the median of the first EDGE loads beside that of the last EDGE
 
@@ -128,10 +128,4 @@ def render(report: dict) -> str:
                 f"{'':<17} (its target built by run_load in a fresh process: {base['seconds']:.2f} s, "
                 f"{base.get('jobs')} jobs)"
             )
-    lines += ["", "cold target check                                   value     target   verdict"]
-    for check in report["ratios"]:
-        value = "-" if check["value"] is None else f"{check['value']:.2f}"
-        lines.append(
-            f"{check['name']:<50} {value:>7}   {check['target']:<8} {check['verdict']:<5}  {check['note']}"
-        )
-    return "\n".join(lines)
+    return "\n".join(lines + checks_table("cold target check", report["ratios"]))
