@@ -161,6 +161,7 @@ def _shown_warmups(size: dict) -> str:
 def render(report: dict) -> str:
     lines = [
         "",
+        "WARM: every side in this one process, after one untimed run of each (--warmup)",
         "size                     side                   median s   min s   max s  peak tree MB"
         "  files +/-   verified",
     ]
@@ -180,10 +181,15 @@ def render(report: dict) -> str:
         lines.append(f"{'':<24} (driver growth, a fresh process each: run_load {_shown_growth(size)})")
         if warmups := _shown_warmups(size):
             lines.append(f"{'':<24} (untimed first runs: {warmups})")
-    lines += ["", "target check                                        value     target   verdict"]
-    for check in report["ratios"]:
+    return "\n".join(lines + checks_table("target check", report["ratios"]))
+
+
+def checks_table(title: str, checks: list[dict]) -> list[str]:
+    """The targets' lines: name, value, target, verdict and note."""
+    lines = ["", f"{title:<50}   value     target   verdict"]
+    for check in checks:
         value = "-" if check["value"] is None else f"{check['value']:.2f}"
         lines.append(
             f"{check['name']:<50} {value:>7}   {check['target']:<8} {check['verdict']:<5}  {check['note']}"
         )
-    return "\n".join(lines)
+    return lines

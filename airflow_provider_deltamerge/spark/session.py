@@ -15,12 +15,22 @@ LOCAL_SESSION_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "4",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # INT96, Spark's default, reads back as nanoseconds in pyarrow and delta-rs: years past 2262 overflow
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
+# Settings for a local session whose jobs are small batches, each applied only where the caller's conf,
+# spark-defaults.conf and PYSPARK_SUBMIT_ARGS leave it unset (logged either way). A load's Spark work is
+# one pass over the batch; where it shuffles (dedup, a key check, a sort), few partitions do, and
+# adaptive execution merges the small ones instead of keeping one per core.
+SMALL_BATCH_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
 }
 
 
@@ -39,12 +49,48 @@ def require_java() -> None:
 
 
 def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None) -> dict[str, str]:
-    """The conf of a new local session: ours, then extra_conf, then Delta's jars, extension and catalog."""
+    """The conf of a new local session: ours, the small-batch settings nobody else set, then extra_conf,
+    then Delta's jars, extension and catalog."""
     from ..spec.delta_jars import merge_spark_conf, parse_delta_jars
 
     jars = parse_delta_jars(delta_jars)
-    ours = {**LOCAL_SESSION_CONF, **python_conf(), **(extra_conf or {})}
+    tuning = small_batch_conf(extra_conf)
+    ours = {**LOCAL_SESSION_CONF, **tuning, **python_conf(), **(extra_conf or {})}
     return merge_spark_conf(ours, jars.spark_conf() if jars else {})
+
+
+def small_batch_conf(extra_conf: dict[str, str] | None = None) -> dict[str, str]:
+    """SMALL_BATCH_CONF without the settings the caller (extra_conf), spark-defaults.conf or
+    PYSPARK_SUBMIT_ARGS set: theirs stand."""
+    theirs = set(extra_conf or {}) | user_set_keys()
+    return {key: value for key, value in SMALL_BATCH_CONF.items() if key not in theirs}
+
+
+def log_small_batch_conf(extra_conf: dict[str, str] | None = None) -> None:
+    """One line in the task log: the small-batch settings a new local session gets, and those kept."""
+    tuning = small_batch_conf(extra_conf)
+    kept = sorted(set(SMALL_BATCH_CONF) - set(tuning))
+    log.info(
+        "local Spark session: small-batch settings %s%s",
+        ", ".join(f"{key}={value}" for key, value in tuning.items()) or "none",
+        f"; set elsewhere, kept as set: {', '.join(kept)}" if kept else "",
+    )
+
+
+def user_set_keys() -> set[str]:
+    """The Spark settings named in spark-defaults.conf (SPARK_CONF_DIR, else SPARK_HOME/conf) and in
+    PYSPARK_SUBMIT_ARGS (`--conf key=value`), which a new local session reads too."""
+    keys = set()
+    home = os.environ.get("SPARK_HOME")
+    folder = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as lines:
+            keys |= {line.split()[0] for line in lines if line.strip() and not line.lstrip().startswith("#")}
+    except (OSError, TypeError):  # no such file (or folder): nothing set there
+        pass
+    words = os.environ.get("PYSPARK_SUBMIT_ARGS", "").split()
+    keys |= {words[i + 1].split("=", 1)[0] for i in range(len(words) - 1) if words[i] == "--conf"}
+    return keys
 
 
 def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None = None, delta_jars=None):
@@ -63,6 +109,7 @@ def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None 
         return active
     require_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session listens on loopback only
+    log_small_batch_conf(extra_conf)
     builder = SparkSession.builder.master(master).appName("deltamerge")
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -1,5 +1,5 @@
-"""The benchmark command works: a tiny run of every side available here verifies its result tables,
-prints its table and ratios, and writes its JSON. No timing is asserted."""
+"""The benchmark command works in both regimes: a tiny run of every side available here verifies its
+result tables, prints its tables and ratios, and writes its JSON. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -14,15 +14,21 @@ pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spark, tmp_path, capsys):
+def imported_bench():
     sys.path.insert(0, str(BENCHMARKS))
     try:
         import bench
     finally:
         sys.path.remove(str(BENCHMARKS))
+    return bench
+
+
+def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spark, tmp_path, capsys):
     out = tmp_path / "bench.json"
     sizes = ["3000:300:uniform", "3000:300:clustered", "6000:300:clustered"]
-    bench.main(["--sizes", *sizes, "--repeat", "1", "--memory-probe", "largest", "--out", str(out)])
+    imported_bench().main(
+        ["--warm", "--sizes", *sizes, "--repeat", "1", "--memory-probe", "largest", "--out", str(out)]
+    )
 
     report = json.loads(out.read_text())
     assert [s["size"] for s in report["sizes"]] == ["3k/300 uniform", "3k/300 clustered", "6k/300 clustered"]
@@ -37,4 +43,32 @@ def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spar
     assert all(c["verdict"] in ("PASS", "FAIL", "n/a") for c in report["ratios"])
     printed = capsys.readouterr().out
     assert "P1 run_load / embedded floor" in printed and "verified" in printed
+    assert "WARM: every side in this one process" in printed and "COLD:" not in printed
     assert printed.count("(untimed first runs: run_load delta-rs ") == 3
+
+
+def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(tmp_path, capsys):
+    out = tmp_path / "cold.json"
+    sizes = ["--p1", "3000:300:uniform", "--p2", "6000:120:clustered", "--small-loads", "4"]
+    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--out", str(out)])
+
+    report = json.loads(out.read_text())
+    assert "sizes" not in report  # --cold: no warm run
+    cases = {case["case"]: case for case in report["cold"]["cases"]}
+    assert list(cases) == ["P1 upsert", "P7 initial load", "task wall time", "P2 upsert", "P8 small loads"]
+    assert set(cases["P1 upsert"]["sides"]) == {"run_load", "floor"}
+    assert set(cases["P7 initial load"]["sides"]) == {"run_load", "floor"}
+    assert cases["P7 initial load"]["sides"]["floor"][0]["sort_seconds"] > 0
+    assert set(cases["P2 upsert"]["sides"]) == {"run_load", "connect"}
+    runs = [r for case in cases.values() for side in case["sides"].values() for r in side]
+    assert all(r.get("verified") is not False for r in runs)
+    assert all(r["session_seconds"] > 0 for r in runs if "session_seconds" in r)
+    # each fresh process counts its load's Spark work; a small load runs the floor's one job
+    assert cases["P1 upsert"]["sides"]["run_load"][0]["jobs"] == 1
+    assert cases["P2 upsert"]["sides"]["connect"][0]["jobs"] is None  # counted in the server, not here
+    assert len(cases["P8 small loads"]["sides"]["run_load"][0]["loads"]) == 4
+    names = [c["name"].split()[0] for c in report["cold"]["ratios"]]
+    assert names == ["P1", "P2", "P2", "P7", "P8", "task"]
+    printed = capsys.readouterr().out
+    assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
+    assert "P1 cold run_load / embedded floor" in printed

@@ -7,7 +7,12 @@ import os
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spark.session import LOCAL_SESSION_CONF, local_session_conf, python_conf
+from airflow_provider_deltamerge.spark.session import (
+    LOCAL_SESSION_CONF,
+    SMALL_BATCH_CONF,
+    local_session_conf,
+    python_conf,
+)
 from airflow_provider_deltamerge.spec.delta_jars import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
@@ -35,7 +40,7 @@ def jars(tmp_path):
 
 def test_no_jars_means_no_delta_configuration():
     assert parse_delta_jars(None) is None
-    assert local_session_conf() == {**LOCAL_SESSION_CONF, **python_conf()}
+    assert local_session_conf() == {**LOCAL_SESSION_CONF, **SMALL_BATCH_CONF, **python_conf()}
 
 
 def test_local_jars_go_to_spark_jars_with_the_delta_extension_and_catalog(jars):
@@ -153,6 +158,7 @@ def test_the_local_session_keeps_our_conf_and_the_callers_and_adds_delta(jars):
     conf = local_session_conf(extra, jars)
     assert conf == {
         **LOCAL_SESSION_CONF,
+        **SMALL_BATCH_CONF,
         **python_conf(),
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.extensions": f"com.example.Ext,{DELTA_EXTENSION}",

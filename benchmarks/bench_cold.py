@@ -1,0 +1,168 @@
+"""The cold regime: every timed load in a fresh process (cold_run.py), as an Airflow task runs it.
+
+Session start is timed and reported apart from the load; each load's Spark jobs and SQL executions are
+counted (they do not depend on how busy the machine is). Cases:
+- P1: the upsert of `p1` (default 1M/100k uniform): run_load beside the embedded floor, both fresh;
+- P7: the first load of P1's target: run_load beside dlt's first load, and the floor writing the same
+  rows unsorted, its sort by the key timed apart (the key-ordered layout's cost);
+- P2: the upsert of `p2` (default 2M/40k clustered): run_load fresh beside dlt, and from fresh client
+  processes through one warm Spark Connect server on loopback;
+- task wall time: DeltaMergeOperator.execute of P1's change set (read from parquet) in a fresh process,
+  session start included, beside P1's floor: its session start plus its merge;
+- P8: `small_loads` upserts of 5 rows each into one table in one process, beside dlt's.
+Every result table is verified (bench_sides.verify).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+from bench_sides import verify
+from cold_run import MARK
+from workload import Size
+
+HERE = Path(__file__).parent
+P1, P2, SMALL_LOADS, SMALL_TARGET = "1000000:100000:uniform", "2000000:40000:clustered", 300, 1000
+
+
+class ColdRuns:
+    def __init__(self, work: Path, dlt_python: str | None, driver_memory: str, repeat: int, conf=None):
+        self.work, self.dlt_python, self.repeat = work / "cold", dlt_python, repeat
+        self.job = {"driver_memory": driver_memory, "conf": conf or {}}
+        self.runs = 0
+
+    # ---- processes ----
+
+    def child(self, side: str, size: Size, path: Path, **extra) -> dict:
+        job = {**self.job, "side": side, "path": str(path), "target_rows": size.target_rows}
+        job.update(changed_rows=size.changed_rows, kind=size.kind, **extra)
+        done = subprocess.run(
+            [sys.executable, str(HERE / "cold_run.py"), json.dumps(job)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"cold_run.py {side} failed:\n{done.stderr[-4000:]}")
+        line = next(line for line in done.stdout.splitlines() if line.startswith(MARK))
+        return json.loads(line[len(MARK) :])
+
+    def dlt(self, script: str, *args) -> dict:
+        done = subprocess.run(
+            [self.dlt_python, str(HERE / script), *map(str, args)], check=True, capture_output=True, text=True
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def fresh(self, name: str, base: Path | None = None) -> Path:
+        """A new dataset folder (a copy of `base`'s), and the path of its table `items`."""
+        self.runs += 1
+        dataset = self.work / f"{name}-{self.runs}"
+        shutil.rmtree(dataset, ignore_errors=True)
+        if base is not None:
+            shutil.copytree(base.parent, dataset)
+        else:
+            dataset.mkdir(parents=True)
+        return dataset / "items"
+
+    # ---- cases ----
+
+    def timed(self, side: str, size: Size, base: Path | None, keep=False, **extra) -> dict:
+        """One fresh process's load into a fresh dataset (a copy of `base`'s), verified; the dataset is
+        removed after unless kept (its table's path is then in the result)."""
+        path = self.fresh(side, base)
+        result = self.child(side, size, path, **extra)
+        result["verified"] = verify(str(path), size)
+        if keep:
+            result["path"] = str(path)
+        else:
+            shutil.rmtree(path.parent, ignore_errors=True)
+        return result
+
+    def upsert_case(self, name: str, size: Size, sides: tuple[str, ...], setup=None, **extra) -> dict:
+        """The upsert of `size` by each side, interleaved, `repeat` times, each on a fresh copy of one
+        target (built by run_load's first load in a fresh process, itself timed; `setup`: what else that
+        process writes, untimed)."""
+        setup = setup or {}
+        built = self.timed("initial", Size(size.target_rows, 0, size.kind), None, keep=True, **setup)
+        base = Path(built.pop("path"))
+        runs: dict[str, list[dict]] = {side: [] for side in sides}
+        for _ in range(self.repeat):
+            for side in sides:
+                if side == "dlt":
+                    runs[side].append(self._dlt_upsert(size))
+                else:
+                    runs[side].append(self.timed(side, size, base, **(extra if side == "connect" else {})))
+        return {"case": name, "size": size.label, "base": built, "base_path": str(base), "sides": runs}
+
+    def _dlt_upsert(self, size: Size) -> dict:
+        work = self.fresh("dlt").parent
+        result = self.dlt("dlt_upsert.py", work, size.target_rows, size.changed_rows, size.kind)
+        result["verified"] = verify(result.pop("path"), size)
+        shutil.rmtree(work, ignore_errors=True)
+        return result
+
+    def initial_case(self, size: Size, built: dict, dlt_runs: list[dict]) -> dict:
+        """P7: run_load's first load of the target (`built`: P1's, then more) beside the floor's write of
+        the same rows (fresh processes; its sort by the key timed apart), and dlt's first loads (timed by
+        its P1 runs)."""
+        target = Size(size.target_rows, 0, size.kind)
+        runs = {"run_load": [built], "floor": []}
+        for repetition in range(self.repeat):
+            if repetition:
+                runs["run_load"].append(self.timed("initial", target, None))
+            runs["floor"].append(self.timed("initial_floor", target, None))
+        if dlt_runs:
+            runs["dlt"] = [{"seconds": r["initial_seconds"]} for r in dlt_runs]
+        return {"case": "P7 initial load", "size": f"{target.label.split('/')[0]} rows", "sides": runs}
+
+    def task_case(self, size: Size, base: Path, parquet: Path, floor_runs: list[dict]) -> dict:
+        """Task wall time: the operator's execute of the parquet change set (session start included), on
+        a fresh copy of the target, beside P1's floor runs: session start plus merge."""
+        runs = {"operator execute": [], "floor session + merge": []}
+        for _ in range(self.repeat):
+            runs["operator execute"].append(self.timed("operator", size, base, parquet=str(parquet)))
+        for floor in floor_runs:
+            runs["floor session + merge"].append(
+                {**floor, "task_seconds": floor["session_seconds"] + floor["seconds"]}
+            )
+        return {"case": "task wall time", "size": size.label, "sides": runs}
+
+    def small_loads_case(self, loads: int) -> dict:
+        size = Size(SMALL_TARGET, 0, "uniform")
+        runs = {"run_load": [self.child("small_loads", size, self.fresh("small"), loads=loads)]}
+        if self.dlt_python:
+            runs["dlt"] = [
+                self.dlt("dlt_small_loads.py", self.fresh("dlt-small").parent, SMALL_TARGET, loads)
+            ]
+        return {"case": "P8 small loads", "size": f"{loads} x 5 rows", "sides": runs}
+
+
+def run(work: Path, args, dlt_python: str | None) -> dict:
+    cold = ColdRuns(work, dlt_python, args.driver_memory, args.repeat, dict(args.session_conf or ()))
+    p1, p2 = Size.parse(args.p1), Size.parse(args.p2)
+    dlt = ("dlt",) if dlt_python else ()
+    parquet = cold.work / "changes.parquet"  # the operator's source: P1's change set
+    setup = {"parquet": str(parquet), "parquet_changed_rows": p1.changed_rows, "parquet_kind": p1.kind}
+    cases = [cold.upsert_case("P1 upsert", p1, ("run_load", "floor", *dlt), setup)]
+    cases.append(cold.initial_case(p1, cases[0]["base"], cases[0]["sides"].get("dlt", [])))
+    cases.append(cold.task_case(p1, Path(cases[0]["base_path"]), parquet, cases[0]["sides"]["floor"]))
+    connect = _connect_server(work) if args.connect else nullcontext(None)
+    with connect as port:
+        sides = ("run_load", *(("connect",) if port else ()), *dlt)
+        remote = f"sc://127.0.0.1:{port}" if port else None
+        cases.append(cold.upsert_case("P2 upsert", p2, sides, remote=remote))
+    cases.append(cold.small_loads_case(args.small_loads))
+    for case in cases:
+        if "base_path" in case:
+            shutil.rmtree(Path(case.pop("base_path")).parent, ignore_errors=True)
+    return {"cases": cases}
+
+
+def _connect_server(work: Path):
+    """One Spark Connect server on loopback for the whole run (the test suite's way of starting one)."""
+    sys.path.insert(0, str(HERE.parent))
+    from tests.airflow.spark_servers import connect_server
+
+    return connect_server(work / "connect")

@@ -1,0 +1,131 @@
+"""The cold regime's table and its targets (P1 cold, P2 fresh and Connect, P7, P8, task wall time)."""
+
+from __future__ import annotations
+
+import statistics
+
+from bench_report import _check, checks_table
+
+EDGE = 20  # P8: the median of the first EDGE loads beside that of the last EDGE
+
+
+def _median(runs: list[dict], key: str = "seconds") -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def _case(report: dict, name: str) -> dict | None:
+    return next((c for c in report["cases"] if c["case"] == name), None)
+
+
+def _side(case: dict | None, side: str, key: str = "seconds") -> float | None:
+    if case is None or side not in case["sides"]:
+        return None
+    return _median(case["sides"][side], key)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def edges(loads: list[float]) -> tuple[float, float, float]:
+    """(median of the first EDGE loads, of the last EDGE, last / first); fewer loads: their halves."""
+    edge = min(EDGE, max(1, len(loads) // 2))
+    first, last = statistics.median(loads[:edge]), statistics.median(loads[-edge:])
+    return first, last, last / first
+
+
+def ratios(report: dict) -> list[dict]:
+    p1, p2, p7 = _case(report, "P1 upsert"), _case(report, "P2 upsert"), _case(report, "P7 initial load")
+    task, p8 = _case(report, "task wall time"), _case(report, "P8 small loads")
+    size = lambda case: case["size"] if case else "-"  # noqa: E731
+    checks = [
+        _check(
+            "P1 cold run_load / embedded floor",
+            "<=",
+            1.2,
+            _ratio(_side(p1, "run_load"), _side(p1, "floor")),
+            f"{size(p1)}, loads only (session start apart)",
+        ),
+        _check(
+            "P2 cold run_load / dlt, clustered",
+            "<=",
+            1.0,
+            _ratio(_side(p2, "run_load"), _side(p2, "dlt")),
+            f"{size(p2)}, fresh process",
+        ),
+        _check(
+            "P2 Connect dlt / run_load, clustered",
+            ">=",
+            3,
+            _ratio(_side(p2, "dlt"), _side(p2, "connect")),
+            f"{size(p2)}, fresh client, warm server",
+        ),
+        _check(
+            "P7 initial load run_load / dlt",
+            "<=",
+            2,
+            _ratio(_side(p7, "run_load"), _side(p7, "dlt")),
+            f"{size(p7)}; the key-ordered layout's sort: {_seconds(_side(p7, 'floor', 'sort_seconds'))}",
+        ),
+    ]
+    if p8 and p8["sides"].get("run_load"):
+        first, last, growth = edges(p8["sides"]["run_load"][0]["loads"])
+        dlt = p8["sides"].get("dlt")
+        shown = ""
+        if dlt:
+            d_first, d_last, d_growth = edges(dlt[0]["loads"])
+            shown = f"; dlt {d_first:.2f} -> {d_last:.2f} s ({d_growth:.2f})"
+        note = f"{size(p8)}: median {first:.2f} -> {last:.2f} s{shown}"
+        checks.append(_check("P8 per-load overhead, last / first", "<=", 1.2, growth, note))
+    operator, floor = _side(task, "operator execute"), _side(task, "floor session + merge", "task_seconds")
+    checks.append(
+        {
+            "name": "task wall: operator execute / floor",
+            "target": "report",
+            "value": _ratio(operator, floor),
+            "verdict": "-",
+            "note": f"{size(task)}: execute {_seconds(operator)}, floor session + merge {_seconds(floor)}",
+        }
+    )
+    return checks
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _shown(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(report: dict) -> str:
+    lines = [
+        "",
+        "COLD: each timed load in a fresh process; session start timed apart (not in 'load s');",
+        "      cpu s: the load's CPU seconds, Python and the Spark JVM; py cpu s: Python's alone",
+        "case              size                side                    load s  session s   cpu s  py cpu s"
+        "  jobs  sql  verified",
+    ]
+    for case in report["cases"]:
+        if case["case"] == "P8 small loads":
+            continue
+        for side, runs in case["sides"].items():
+            load = _median(runs, "task_seconds" if side == "floor session + merge" else "seconds")
+            jobs = _median(runs, "jobs")
+            sql = _median(runs, "sql_executions")
+            verified = all(r.get("verified", True) is not False for r in runs)
+            lines.append(
+                f"{case['case']:<17} {case['size']:<19} {side:<22} {_shown(load, '7.2f'):>7}"
+                f"  {_shown(_median(runs, 'session_seconds'), '9.2f'):>9}"
+                f"  {_shown(_median(runs, 'cpu_seconds'), '6.2f'):>6}"
+                f"  {_shown(_median(runs, 'python_cpu_seconds'), '8.2f'):>8}  {_shown(jobs, '4.0f'):>4}"
+                f"  {_shown(sql, '3.0f'):>3}  {verified}"
+            )
+        base = case.get("base")
+        if base:
+            lines.append(
+                f"{'':<17} (its target built by run_load in a fresh process: {base['seconds']:.2f} s, "
+                f"{base.get('jobs')} jobs)"
+            )
+    return "\n".join(lines + checks_table("cold target check", report["ratios"]))

@@ -1,0 +1,172 @@
+"""One timed load in a fresh process: what an Airflow task pays for (see bench_cold.py).
+
+    python cold_run.py '<json job>'
+
+The job names the side and its inputs; one JSON line is printed: the seconds to import, to start the
+Spark session (reported apart), of the load itself, the load's CPU seconds (this process and the Spark
+JVM), and the Spark jobs and SQL executions the load ran (spark_work.py). Sides:
+- run_load / floor: the upsert of the change set (built by Spark in this process) into `path`;
+- initial / initial_floor: the first load of the target into an empty dataset (run_load's then writes
+  the change set `parquet_changed_rows` to `parquet`, untimed, where asked); the floor writes the
+  same rows with delta-rs unsorted, and times apart sorting them by the key on the driver as run_load
+  does (`sort_seconds`, not in its load): the key-ordered layout's cost;
+- connect: run_load from this fresh client process through a warm Spark Connect server (`remote`);
+- operator: DeltaMergeOperator.execute of a parquet change set (session start included, as a task's);
+- small_loads: a table of `target_rows` (untimed), then `loads` upserts of 5 rows each into it in this
+  one process, each timed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+STARTED = time.perf_counter()
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa  # noqa: E402
+from bench_sides import UPSERT, floor_merge, spark_changes, spark_rows, spark_target, with_system_columns  # noqa: E402
+from deltalake import write_deltalake  # noqa: E402
+from spark_work import SparkWork  # noqa: E402
+from workload import Size  # noqa: E402
+
+from airflow_provider_deltamerge import run_load  # noqa: E402
+from airflow_provider_deltamerge.delta.arrow_stream import arrow_schema, record_batches  # noqa: E402
+
+IMPORTED = time.perf_counter()
+LOAD = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id", "pipeline_name": "bench"}
+
+
+def session(job: dict):
+    from airflow_provider_deltamerge.spark.session import default_session
+
+    if job.get("remote"):
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.remote(job["remote"]).getOrCreate()
+    spark = default_session("local[2]", {"spark.driver.memory": job["driver_memory"], **job.get("conf", {})})
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def to_arrow(df) -> pa.Table:
+    schema = arrow_schema(df)
+    return pa.Table.from_batches(list(record_batches(df, schema)), schema=schema)
+
+
+def load(side: str, spark, job: dict, size: Size, result: dict) -> dict:
+    path, dataset = job["path"], str(Path(job["path"]).parent)
+    if side in ("run_load", "connect"):
+        info = run_load(spark_changes(spark, size), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
+        return info.metrics
+    if side == "floor":
+        return floor_merge(spark_changes(spark, size), path)[0]
+    if side == "initial":
+        info = run_load(spark_target(spark, size), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
+        return info.metrics
+    if side == "initial_floor":
+        data = to_arrow(with_system_columns(spark_target(spark, size)))
+        started = time.perf_counter()
+        data.sort_by([("id", "ascending")])
+        result["sort_seconds"] = time.perf_counter() - started
+        write_deltalake(path, data, target_file_size=16 * 2**20)
+        return {}
+    raise ValueError(f"unknown side {side!r}")
+
+
+def operator(job: dict) -> dict:
+    """The task's whole execute, its session start included (the hook starts the local session)."""
+    from types import SimpleNamespace
+
+    from airflow_provider_deltamerge.operators import DeltaMergeOperator
+
+    op = DeltaMergeOperator(
+        task_id="load",
+        source={"format": "parquet", "path": job["parquet"]},
+        dataset=str(Path(job["path"]).parent),
+        backend="delta-rs",
+        emit_asset=False,
+        spark_conf={"spark.driver.memory": job["driver_memory"]},
+        **LOAD,
+    )
+    ti = SimpleNamespace(dag_id="bench", task_id="load", run_id="cold", try_number=1, map_index=-1)
+    context = {"ti": ti, "dag_run": SimpleNamespace(run_type="manual", conf={})}
+    started = time.perf_counter()
+    op.execute(context)
+    return {"seconds": time.perf_counter() - started}
+
+
+def small_loads(spark, job: dict) -> dict:
+    """`loads` upserts of 5 rows each (2 updated, 3 new) into one table, each timed."""
+    dataset, seconds = str(Path(job["path"]).parent), []
+    first = spark_target(spark, Size(job["target_rows"], 0, "uniform"))
+    run_load(first, spark=spark, dataset=dataset, backend="delta-rs", **LOAD)  # the table, untimed
+    for i in range(job["loads"]):
+        ids = spark.range(5).selectExpr(f"IF(id < 2, id * 2, {2 * job['target_rows']} + {i} * 10 + id) AS id")
+        started = time.perf_counter()
+        run_load(spark_rows(ids, changed=True), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
+        seconds.append(time.perf_counter() - started)
+    return {"loads": seconds}
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds used so far by (this process, its children: the Spark JVM): a measure of the work a
+    load does that a busy machine changes far less than it changes wall time."""
+    import psutil
+
+    me = psutil.Process()
+    used = []
+    for processes in ([me], me.children(recursive=True)):
+        total = 0.0
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                continue
+            total += times.user + times.system
+        used.append(total)
+    return used[0], used[1]
+
+
+MARK = "cold-run result: "  # the line the parent reads (a load may print lines of its own)
+
+
+def emit(result: dict) -> None:
+    print(MARK + json.dumps(result, default=str), flush=True)
+
+
+def main() -> None:
+    job = json.loads(sys.argv[1])
+    side = job["side"]
+    result = {"side": side, "import_seconds": IMPORTED - STARTED}
+    if side == "operator":
+        result.update(operator(job))
+        emit(result)
+        return
+    started = time.perf_counter()
+    spark = session(job)
+    result["session_seconds"] = time.perf_counter() - started
+    size = Size(job["target_rows"], job.get("changed_rows", 0), job.get("kind", "uniform"))
+    if side == "small_loads":
+        result.update(small_loads(spark, job))
+        emit(result)
+        return
+    with SparkWork(spark) as work:
+        cpu, started = cpu_seconds(), time.perf_counter()
+        metrics = load(side, spark, job, size, result)
+        result["seconds"] = time.perf_counter() - started - result.get("sort_seconds", 0.0)
+        python, jvm = (after - before for after, before in zip(cpu_seconds(), cpu, strict=True))
+        result.update(cpu_seconds=python + jvm, python_cpu_seconds=python)
+    result.update(work.as_dict())
+    if job.get("parquet") and side == "initial":  # the operator's source, after the timed load
+        changes = Size(size.target_rows, job["parquet_changed_rows"], job["parquet_kind"])
+        spark_changes(spark, changes).write.parquet(job["parquet"])
+    result["files_removed"] = metrics.get("numTargetFilesRemoved", metrics.get("num_target_files_removed"))
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""What a load asks of Spark, counted where a busy machine cannot change the count: the Spark jobs and
+SQL executions of a small first load and a small upsert (what a fresh process pays planning and code
+generation for), and the small-batch settings a new local session runs with."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_deltamerge import run_load
+
+pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from spark_work import SparkWork  # noqa: E402
+
+UPSERT = {"disposition": "merge", "strategy": "upsert"}
+
+
+def load(spark, dataset, data):
+    kwargs = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id"}
+    with SparkWork(spark) as work:
+        info = run_load(data, spark=spark, dataset=dataset, backend="delta-rs", **kwargs)
+    return info, work
+
+
+def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tmp_path):
+    """A list of rows (run_load's own small-load input) creates the table; a parquet batch (what the
+    operator reads) upserts into it."""
+    created, first = load(spark, dataset, [{"id": i, "v": f"v{i}"} for i in range(300)])
+    landing = str(tmp_path / "landing")
+    spark.range(290, 320).selectExpr("id", "concat('u', id) AS v").write.parquet(landing)
+    upserted, second = load(spark, dataset, spark.read.parquet(landing))
+    assert created.metrics["rows_staged"] == 300 and upserted.metrics["numTargetRowsInserted"] == 20
+    # the floor's one job: the batch computed once, collected as Arrow, its aggregates observed on the way
+    assert (first.jobs, first.sql_executions) == (1, 1), first.job_names
+    assert (second.jobs, second.sql_executions) == (1, 1), second.job_names
+
+
+def test_the_local_session_runs_with_the_small_batch_settings_nobody_else_set(spark):
+    conf = spark.conf
+    assert conf.get("spark.sql.adaptive.coalescePartitions.parallelismFirst") == "false"
+    assert conf.get("spark.sql.adaptive.enabled") == "true"
+    assert conf.get("spark.sql.shuffle.partitions") == "2"  # the test session's own setting stands
