@@ -17,6 +17,9 @@ os.environ["AIRFLOW_HOME"] = str(_HOME)
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS_FOLDER)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
+# The documented examples run their loads when their file is imported, in a fresh process that starts
+# its own Spark: on a busy 2-core machine that takes longer than the 30 s Airflow allows a DAG file.
+os.environ["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = "180"
 os.environ["DELTAMERGE_DEMO_DIR"] = str(DEMO_DIR)
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
