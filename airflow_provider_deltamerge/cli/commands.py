@@ -121,6 +121,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "write_disposition": _disposition(args.write_disposition, args.strategy),
         "primary_key": args.primary_key or None,
         "merge_key": args.merge_key or None,
+        "sequence_by": args.sequence_by or None,
         "columns": args.columns,
         "schema_contract": args.schema_contract,
         "incremental": _incremental(args.incremental, args.initial_value),

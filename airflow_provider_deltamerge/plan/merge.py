@@ -11,7 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
+from ..spec.cdc import sequence_columns
 from ..spec.options import TableHints, WriteDisposition
+from .cdc import newer_than_target
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
@@ -130,6 +132,10 @@ def plan_load(
 
 def _plan_upsert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
     on = keys_equal(hints.primary_key, hints.primary_key)
+    if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
+        newer = newer_than_target(sequence_columns(len(hints.sequence_by)))
+        clauses = (Clause("matched", "update_all", condition=newer), Clause("not_matched", "insert_all"))
+        return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert of newer events")
     if not flag:
         clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
         return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert")

@@ -93,6 +93,7 @@ class TableHints:
     merge_key: tuple[str, ...] = ()
     hard_delete: str | None = None
     dedup_sort: tuple[str, str] | None = None  # (column, "asc" | "desc")
+    sequence_by: tuple[str, ...] = ()  # upsert of change events: the columns that order them (spec/cdc.py)
 
 
 def resolve_hints(
