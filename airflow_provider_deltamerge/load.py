@@ -364,6 +364,7 @@ def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_wher
         batch_empty=staged.empty,
         hard_delete=staged.hard_delete,
         replace_where=replace_where,
+        table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
     )
     table_schema = table.schema if table is not None else None
     if staged_arrow.needs_spark(staged, plan, table_schema):

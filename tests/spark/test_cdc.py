@@ -13,7 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_deltamerge import ConfigError, NullKeyError, SequenceError, run_load
+from airflow_provider_deltamerge import (
+    ConfigError,
+    MissingKeyColumnError,
+    NullKeyError,
+    SequenceError,
+    run_load,
+)
 from tests.helpers import read_rows, table_version
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
@@ -103,6 +109,15 @@ def test_null_sequences_and_ties_are_refused_before_anything_is_committed(spark,
     assert pickle.loads(pickle.dumps(tie.value)).examples == [(1, 4)]
     assert table_version(f"{dataset}/accounts") == version
     assert rows(dataset) == {1: {"id": 1, "seq": 1, "name": "a"}}
+
+
+def test_a_table_upserted_before_takes_events_from_its_first_load_with_sequence_by(spark, dataset):
+    load(spark, dataset, [{"id": 1, "seq": 9, "name": "plain"}], sequence_by=None)
+    with pytest.raises(MissingKeyColumnError, match="sequence_by column 'seq' is not in the data"):
+        load(spark, dataset, [{"id": 1, "name": "no sequence"}])
+    load(spark, dataset, [{"id": 1, "seq": 3, "name": "event"}])  # the row has no sequence: it applies
+    load(spark, dataset, [{"id": 1, "seq": 2, "name": "older"}])
+    assert rows(dataset) == {1: {"id": 1, "seq": 3, "name": "event"}}
 
 
 @pytest.mark.parametrize(
