@@ -122,6 +122,8 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "primary_key": args.primary_key or None,
         "merge_key": args.merge_key or None,
         "sequence_by": args.sequence_by or None,
+        "column_list": args.column_list or None,
+        "except_column_list": args.except_column_list or None,
         "columns": args.columns,
         "schema_contract": args.schema_contract,
         "incremental": _incremental(args.incremental, args.initial_value),

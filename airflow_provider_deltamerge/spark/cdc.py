@@ -10,8 +10,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..errors import SequenceError
+from ..errors import MissingKeyColumnError, SequenceError
 from ..spec.cdc import sequence_columns
+from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
+from ..spec.options import TableHints
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 
 VERSIONS = "__versions"
@@ -47,6 +49,18 @@ def newest_event_per_key(df: DataFrame, primary_key: tuple[str, ...], sequence: 
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
         newest = newest.withColumn(kept, F.col(column))
     return newest
+
+
+def event_columns(df: DataFrame, hints: TableHints) -> DataFrame:
+    """The event columns that become table columns (`column_list` / `except_column_list`), with the
+    system and helper columns; a column_list column the events lack is refused."""
+    if hints.column_list:
+        data = [c for c in df.columns if not c.startswith((SYSTEM_PREFIX, HELPER_PREFIX))]
+        for column in hints.column_list:
+            if column not in df.columns:
+                raise MissingKeyColumnError(column, "column_list", data)
+        return df.select(*(c for c in df.columns if c in hints.column_list or c not in data))
+    return df.drop(*hints.except_column_list)
 
 
 def _one(values: tuple):

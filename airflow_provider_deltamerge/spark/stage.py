@@ -130,7 +130,7 @@ def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, l
     if _dedups(disposition, hints):
         df = frames.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)
     if hints.sequence_by:
-        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by)
+        df = cdc.event_columns(cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by), hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
     id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()

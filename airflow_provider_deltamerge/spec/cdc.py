@@ -29,8 +29,17 @@ def sequence_columns(count: int) -> tuple[str, ...]:
     return tuple(SEQUENCE if i == 1 else f"{SEQUENCE}_{i}" for i in range(1, count + 1))
 
 
-def check_cdc(disposition: WriteDisposition, hints: TableHints, sequence: tuple[str, ...]) -> None:
-    """Refuse `sequence_by` where it has no meaning (or a meaning not built yet), saying why."""
+def check_column_list(argument: str, value: Any) -> list[str] | None:
+    """`column_list` / `except_column_list`: a column or a list of columns, or None."""
+    names = key_tuple(argument, value)
+    return list(names) if names else None
+
+
+def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
+    """Refuse `sequence_by` (and the options of change events) where they have no meaning (or a
+    meaning not built yet), saying why."""
+    _check_column_lists(hints)
+    sequence = hints.sequence_by
     if not sequence:
         return
     if disposition.disposition != "merge" or disposition.strategy != "upsert":
@@ -62,3 +71,20 @@ def event_metrics(sequence: tuple[str, ...], events: int, commit_metrics: dict) 
         return {}
     applied = sum(int(commit_metrics.get(k) or 0) for k in ("numTargetRowsInserted", "numTargetRowsUpdated"))
     return {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
+
+
+def _check_column_lists(hints: TableHints) -> None:
+    given = [a for a in ("column_list", "except_column_list") if getattr(hints, a)]
+    for argument in given:
+        if not hints.sequence_by:
+            raise ConfigError(argument, "selects the columns of change events: give sequence_by too")
+    if len(given) == 2:
+        raise ConfigError("except_column_list", "give column_list or except_column_list, not both")
+    lacking = [c for c in hints.primary_key if hints.column_list and c not in hints.column_list]
+    if lacking:
+        raise ConfigError("column_list", f"lacks the primary key column(s) {lacking}; rows are found by them")
+    excluded = [c for c in hints.primary_key if c in hints.except_column_list]
+    if excluded:
+        raise ConfigError(
+            "except_column_list", f"names primary key column(s) {excluded}; rows are found by them"
+        )

@@ -128,12 +128,30 @@ def test_a_table_upserted_before_takes_events_from_its_first_load_with_sequence_
         ({"sequence_by": "id"}, "in the primary key"),
         ({"columns": {"gone": {"hard_delete": True}}}, "a deleted key would not be remembered"),
         ({"sequence_by": 7}, "not a column name"),
+        ({"sequence_by": None, "column_list": ["id"]}, "column_list: selects the columns of change events"),
+        ({"column_list": ["seq"]}, "column_list: lacks the primary key column"),
+        ({"except_column_list": ["id"]}, "except_column_list: names primary key column"),
+        ({"column_list": ["id"], "except_column_list": ["seq"]}, "except_column_list: give column_list or"),
     ],
 )
 def test_combinations_that_make_no_sense_are_refused(spark, dataset, arguments, why):
     with pytest.raises(ConfigError, match=why) as refused:
         load(spark, dataset, [{"id": 1, "seq": 1}], **arguments)
-    assert refused.value.argument == "sequence_by"
+    named = why.split(":")[0] if ":" in why else "sequence_by"
+    assert refused.value.argument == named
+
+
+def test_column_lists_choose_the_event_columns_that_become_table_columns(spark, dataset):
+    events = [{"id": 1, "seq": 5, "op": "u", "name": "ann", "city": "oslo"}]
+    load(spark, dataset, events, except_column_list=["op", "seq"])
+    assert rows(dataset) == {1: {"id": 1, "name": "ann", "city": "oslo"}}
+    late = [{"id": 1, "seq": 4, "op": "u", "name": "old", "city": "rome"}]
+    assert load(spark, dataset, late, except_column_list=["op", "seq"]).metrics["numEventsSkippedStale"] == 1
+    newer = [{"id": 1, "seq": 6, "op": "u", "name": "anna", "city": "bergen"}]
+    load(spark, dataset, newer, column_list=["id", "name"])
+    assert rows(dataset) == {1: {"id": 1, "name": "anna", "city": None}}
+    with pytest.raises(MissingKeyColumnError, match="column_list column 'name' is not in the data"):
+        load(spark, dataset, [{"id": 2, "seq": 1}], column_list=["id", "name"])
 
 
 EVENTS = st.lists(

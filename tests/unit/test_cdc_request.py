@@ -39,7 +39,8 @@ def test_a_bad_sequence_by_fails_the_operator_when_the_dag_is_parsed():
     assert refused.value.argument == "sequence_by"
 
 
-def test_the_load_command_passes_sequence_by():
+def test_the_load_command_passes_sequence_by_and_the_column_lists():
     command = ["load", "/tmp/d", "t", "--source", "events", "--sequence-by", "a,b"]
-    args = build_parser().parse_args(command)
-    assert load_arguments(args)["sequence_by"] == ["a", "b"]
+    command += ["--except-column-list", "op"]
+    arguments = load_arguments(build_parser().parse_args(command))
+    assert (arguments["sequence_by"], arguments["except_column_list"]) == (["a", "b"], ["op"])
