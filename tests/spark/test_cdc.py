@@ -141,6 +141,15 @@ def test_combinations_that_make_no_sense_are_refused(spark, dataset, arguments, 
     assert refused.value.argument == named
 
 
+def test_events_holding_lists_are_refused_unless_lists_stay_json(spark, dataset):
+    events = [{"id": 1, "seq": 1, "tags": [{"t": "a"}]}]
+    with pytest.raises(ConfigError, match="children of an event skipped as stale") as refused:
+        load(spark, dataset, events)
+    assert refused.value.argument == "sequence_by"
+    load(spark, dataset, events, max_table_nesting=0)
+    assert set(rows(dataset)[1]) == {"id", "seq", "tags"}
+
+
 def test_column_lists_choose_the_event_columns_that_become_table_columns(spark, dataset):
     events = [{"id": 1, "seq": 5, "op": "u", "name": "ann", "city": "oslo"}]
     load(spark, dataset, events, except_column_list=["op", "seq"])
@@ -163,7 +172,7 @@ EVENTS = st.lists(
 ).map(lambda events: list({(e["id"], e["seq"]): e for e in events}.values()))  # one event per key and seq
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 def test_the_table_depends_only_on_the_events_not_on_arrival_or_batching(
     spark, tmp_path_factory, events, batches, seed
