@@ -25,6 +25,7 @@ from .errors import (
     NullValueError,
     RowIdError,
     SchemaError,
+    SequenceError,
     SourceError,
     StoreError,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "NullValueError",
     "RowIdError",
     "SchemaError",
+    "SequenceError",
     "SourceError",
     "StoreError",
     "__version__",

@@ -51,7 +51,7 @@ class NullKeyError(SourceError):
     def __init__(self, column: str, hint: str, null_rows: int):
         self.column, self.hint, self.null_rows = column, hint, null_rows
         super().__init__(
-            f"{hint} column {column!r} is null in {null_rows} row(s); key values must not be null. "
+            f"{hint} column {column!r} is null in {null_rows} row(s); its values must not be null. "
             "Nothing was loaded. Fill or filter those rows in the source."
         )
 
@@ -68,6 +68,19 @@ class DuplicateKeyError(SourceError):
             f"once, which merge strategy {strategy!r} cannot take; for example {shown}. Nothing was loaded. "
             "Deduplicate the source, or use strategy 'delete-insert' (which keeps one row per key, "
             "see dedup_sort)."
+        )
+
+
+class SequenceError(SourceError):
+    """Change events that `sequence_by` cannot order: two different events of one key at the same
+    sequence (`examples`: (key, sequence) pairs). Null sequences raise NullKeyError."""
+
+    def __init__(self, sequence_by: tuple[str, ...], problem: str, examples: list[tuple], count: int):
+        self.sequence_by, self.problem, self.examples, self.count = sequence_by, problem, examples, count
+        shown = ", ".join(repr(e) for e in examples)
+        super().__init__(
+            f"sequence_by {list(sequence_by)}: {count} {problem}, e.g. {shown}. Nothing was loaded. "
+            "The events of a key must be ordered: add a column that breaks the tie to sequence_by."
         )
 
 

@@ -44,6 +44,7 @@ from .spark.schema_steps import shape_to_schema, stored_column_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.storage import set_hadoop_settings
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
+from .spec.cdc import event_metrics
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
 from .spec.storage import hadoop_settings
@@ -272,6 +273,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
         **result.metrics,
+        **event_metrics(request.hints.sequence_by, staged.rows_extracted, result.metrics),
         **base_metrics,
         "load_id": load_id,
         "table_version": result.version,
@@ -362,6 +364,7 @@ def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_wher
         batch_empty=staged.empty,
         hard_delete=staged.hard_delete,
         replace_where=replace_where,
+        table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
     )
     table_schema = table.schema if table is not None else None
     if staged_arrow.needs_spark(staged, plan, table_schema):

@@ -169,6 +169,13 @@ def _refuse_unsupported(request: LoadRequest, tables: tuple[str, ...], replace_w
             f"{', '.join(tables)} have no cursor column to select theirs; nothing was loaded. Pass "
             "window_overwrite=False, or load with merge and a primary key.",
         )
+    if request.hints.sequence_by:
+        raise ConfigError(
+            "sequence_by",
+            f"the events of {request.table!r} hold lists, which become the child tables "
+            f"{', '.join(tables)}; the children of an event skipped as stale would still replace the "
+            "children of its key. Nothing was loaded. Pass max_table_nesting=0 (lists kept as JSON).",
+        )
 
 
 def _require_root_key(request: LoadRequest, schemas: dict[str, Any]) -> None:

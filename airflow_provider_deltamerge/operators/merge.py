@@ -80,6 +80,10 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param write_disposition: "append", "replace", "merge" or the dict form with a strategy.
     :param primary_key: column or columns of the primary key.
     :param merge_key: column or columns of the merge key.
+    :param sequence_by: for an upsert of change events, the column (or columns, compared in order) that
+        orders them: the newest event per key wins, an event older than the row is skipped (docs/CDC.md).
+    :param column_list: with sequence_by, the event columns that become table columns, or
+    :param except_column_list: the event columns that do not (an op code, a log position).
     :param columns: dlt's column schema: hints and data types per column, e.g.
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
@@ -115,6 +119,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "write_disposition",
         "primary_key",
         "merge_key",
+        "sequence_by",
+        "column_list",
+        "except_column_list",
         "columns",
         "schema_contract",
         "incremental",
@@ -140,6 +147,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         write_disposition: str | dict[str, Any] = "append",
         primary_key: str | list[str] | None = None,
         merge_key: str | list[str] | None = None,
+        sequence_by: str | list[str] | None = None,
+        column_list: str | list[str] | None = None,
+        except_column_list: str | list[str] | None = None,
         columns: dict[str, dict[str, Any]] | list[dict[str, Any]] | None = None,
         schema_contract: str | dict[str, str] | None = None,
         incremental: Any = None,
@@ -176,6 +186,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.write_disposition = write_disposition
         self.primary_key = primary_key
         self.merge_key = merge_key
+        self.sequence_by = sequence_by
+        self.column_list = column_list
+        self.except_column_list = except_column_list
         self.columns = columns
         self.schema_contract = schema_contract
         self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental

@@ -11,7 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
+from ..spec.cdc import sequence_columns
 from ..spec.options import TableHints, WriteDisposition
+from .cdc import newer_than_target
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
@@ -78,9 +80,12 @@ def plan_load(
     batch_empty: bool,
     hard_delete: bool,
     replace_where: Expr | None = None,
+    table_columns: tuple[str, ...] | None = None,
 ) -> MergePlan:
     """The plan for one load of a non-scd2 disposition.
 
+    `table_columns`: the columns the table has, where known (an upsert of events compares the
+    sequence columns the table has: plan/cdc.py).
     `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
     `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
     """
@@ -114,7 +119,8 @@ def plan_load(
             reason=f"{disposition.label} into a new table",
         )
     if strategy == "upsert":
-        return dataclasses.replace(_plan_upsert(hints, flag), unique_key=unique, strategy=strategy)
+        upsert = _plan_upsert(hints, flag, table_columns)
+        return dataclasses.replace(upsert, unique_key=unique, strategy=strategy)
     if strategy == "insert-only":
         return MergePlan(
             Operation.MERGE,
@@ -128,8 +134,12 @@ def plan_load(
     return _plan_delete_insert(hints, flag)
 
 
-def _plan_upsert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:
+def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns: tuple[str, ...] | None):
     on = keys_equal(hints.primary_key, hints.primary_key)
+    if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
+        newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
+        clauses = (Clause("matched", "update_all", condition=newer), Clause("not_matched", "insert_all"))
+        return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert of newer events")
     if not flag:
         clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
         return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert")

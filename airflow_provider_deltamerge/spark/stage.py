@@ -23,7 +23,7 @@ from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceS
 from ..plan.pruning import KeyRange
 from ..spec.naming import ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import frames, partition_values, profile
+from . import cdc, frames, partition_values, profile
 from .scd2 import rows_and_retires
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ def stage_batch(
     collection is then the pass, and the caller checks an upsert's unique keys in the Arrow data.
     `partition_by`: the partition columns of the table merged into, whose values in the batch the key
     ranges list (spark/partition_values.py)."""
-    keys = {k: v for k, v in {"primary_key": hints.primary_key, "merge_key": hints.merge_key}.items() if v}
+    named = {"primary_key": hints.primary_key, "merge_key": hints.merge_key, "sequence_by": hints.sequence_by}
+    keys = {k: v for k, v in named.items() if v}  # columns every row must have, and not null
     if _lacks_columns(df, keys, disposition, hints):  # refused, or an empty batch: the checks as before
         if frames.check_key_columns(df, keys) == 0:
             return _empty(df, load_id)
@@ -73,6 +74,8 @@ def stage_batch(
     else:  # one job over the source for what only the raw batch shows
         counted = profile.aggregated(df, profile.null_counts(df, key_columns))
         raw_profile = lambda: counted  # noqa: E731
+    if hints.sequence_by:  # refused before the pass: two different events of a key at one sequence
+        cdc.check_ordered_events(df, hints.primary_key, hints.sequence_by)
     staged = _prepared(df, disposition, hints, load_id)
     ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
     aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
@@ -126,6 +129,8 @@ def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, l
     """The preparation rules in their order, lazily: dedup, hard-delete flags, system columns."""
     if _dedups(disposition, hints):
         df = frames.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)
+    if hints.sequence_by:
+        df = cdc.event_columns(cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by), hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
     id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()

@@ -93,6 +93,9 @@ class TableHints:
     merge_key: tuple[str, ...] = ()
     hard_delete: str | None = None
     dedup_sort: tuple[str, str] | None = None  # (column, "asc" | "desc")
+    sequence_by: tuple[str, ...] = ()  # upsert of change events: the columns that order them (spec/cdc.py)
+    column_list: tuple[str, ...] = ()  # change events: the event columns that become table columns
+    except_column_list: tuple[str, ...] = ()  # change events: the event columns that do not
 
 
 def resolve_hints(

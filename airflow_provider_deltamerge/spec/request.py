@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
+from .cdc import check_cdc, check_column_list, check_sequence_by
 from .checks import choice, key_tuple
 from .columns import ColumnSchema, canonical_columns
 from .contract import SchemaContract, check_schema_contract
@@ -193,6 +194,9 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "write_disposition": lambda value: WriteDisposition.parse(value).to_dict(),
     "primary_key": lambda value: _keys("primary_key", value),
     "merge_key": lambda value: _keys("merge_key", value),
+    "sequence_by": check_sequence_by,
+    "column_list": lambda value: check_column_list("column_list", value),
+    "except_column_list": lambda value: check_column_list("except_column_list", value),
     "columns": canonical_columns,
     "schema_contract": check_schema_contract,
     "pipeline_name": check_pipeline_name,
@@ -233,6 +237,9 @@ class LoadRequest:
     write_disposition: Any = "append"
     primary_key: Any = None
     merge_key: Any = None
+    sequence_by: Any = None  # change events: the column(s) that order them (spec/cdc.py)
+    column_list: Any = None  # change events: the columns stored, or
+    except_column_list: Any = None  # the columns not stored
     columns: Any = None
     schema_contract: Any = None
     pipeline_name: str | None = None
@@ -275,11 +282,16 @@ class LoadRequest:
         hints = resolve_hints(self.primary_key, self.merge_key, parse_columns(self.columns), normalize)
         disposition = validate_disposition(disposition, hints, normalize)
         check_loading_allowed(self.table_properties, disposition.disposition, False, self.table_name)
+        events = {
+            name: tuple(normalize(c) for c in getattr(self, name) or ())
+            for name in ("sequence_by", "column_list", "except_column_list")
+        }
+        check_cdc(disposition, dataclasses.replace(hints, **events))
         derived = {
             "table": check_stored_table_name(self.table_name, normalize(self.table_name), self.dataset),
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
             "disposition": disposition,
-            "hints": effective_hints(disposition, hints),
+            "hints": dataclasses.replace(effective_hints(disposition, hints), **events),
             "declared": declared_columns(self.columns, normalize),
             "contract": SchemaContract.parse(self.schema_contract),
             "cursor": parse_incremental(self.incremental, normalize),
@@ -295,9 +307,10 @@ class LoadRequest:
         """The validated request; ConfigError names a bad or unknown argument.
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
-        merge_key, columns, schema_contract, pipeline_name, backend, naming, incremental,
-        window_overwrite, table_properties, max_table_nesting, nested_layout, root_key, storage_options,
-        and the run's data_interval, run_context and load_id.
+        merge_key, sequence_by, column_list, except_column_list, columns, schema_contract,
+        pipeline_name, backend, naming, incremental, window_overwrite, table_properties,
+        max_table_nesting, nested_layout, root_key, storage_options, and the run's data_interval,
+        run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))

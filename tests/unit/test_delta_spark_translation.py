@@ -174,6 +174,18 @@ def test_upsert_without_helpers_uses_deltas_update_all_and_insert_all():
     ]
 
 
+def test_upsert_of_events_updates_only_where_the_event_is_newer_than_the_rows_sequence():
+    plan = merge("upsert", TableHints(primary_key=("id",), sequence_by=("day", "pos")))
+    newer = (
+        "(t.`_dlt_sequence` IS NULL) OR (s.`_dlt_sequence` > t.`_dlt_sequence`) OR "
+        "((s.`_dlt_sequence` = t.`_dlt_sequence`) AND (s.`_dlt_sequence_2` > t.`_dlt_sequence_2`))"
+    )
+    assert builder_calls(plan, DATA)[3:] == [
+        ("whenMatchedUpdateAll", f"condition={newer!r}"),
+        ("whenNotMatchedInsertAll", "condition=None"),
+    ]
+
+
 def test_upsert_with_hard_delete_deletes_flagged_matches_and_copies_columns_explicitly():
     plan = merge("upsert", TableHints(primary_key=("id",), hard_delete="deleted"), hard_delete=True)
     calls = builder_calls(plan, DATA + ["__hd"])

@@ -1,0 +1,46 @@
+"""sequence_by on LoadRequest, the operator and the command line: checked, normalised, carried in JSON."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_deltamerge import ConfigError
+from airflow_provider_deltamerge.cli.commands import load_arguments
+from airflow_provider_deltamerge.cli.parser import build_parser
+from airflow_provider_deltamerge.operators.merge import DeltaMergeOperator
+from airflow_provider_deltamerge.spec.request import LoadRequest
+
+UPSERT = {"disposition": "merge", "strategy": "upsert"}
+
+
+def test_sequence_by_is_normalised_into_the_hints_and_travels_in_the_request_json():
+    request = LoadRequest.create(
+        dataset="/tmp/d",
+        table_name="t",
+        write_disposition=UPSERT,
+        primary_key="id",
+        sequence_by=["LogDay", "Pos"],
+    )
+    assert request.hints.sequence_by == ("log_day", "pos")
+    again = LoadRequest.from_json(request.to_json())
+    assert again.sequence_by == ["LogDay", "Pos"]
+    assert again.hints == request.hints
+
+
+def test_a_bad_sequence_by_fails_the_operator_when_the_dag_is_parsed():
+    with pytest.raises(ConfigError) as refused:
+        DeltaMergeOperator(
+            task_id="cdc",
+            source={"table": "events"},
+            dataset="/tmp/d",
+            table_name="t",
+            sequence_by=["seq", "seq"],
+        )
+    assert refused.value.argument == "sequence_by"
+
+
+def test_the_load_command_passes_sequence_by_and_the_column_lists():
+    command = ["load", "/tmp/d", "t", "--source", "events", "--sequence-by", "a,b"]
+    command += ["--except-column-list", "op"]
+    arguments = load_arguments(build_parser().parse_args(command))
+    assert (arguments["sequence_by"], arguments["except_column_list"]) == (["a", "b"], ["op"])
