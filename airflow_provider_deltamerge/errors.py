@@ -163,6 +163,19 @@ class CursorValueMissingError(SourceError):
         )
 
 
+class PartitionValueError(SourceError):
+    """A value of a partition column makes a folder name longer than a store can hold."""
+
+    def __init__(self, column: str, folder_bytes: int, limit_bytes: int):
+        self.column, self.folder_bytes, self.limit_bytes = column, folder_bytes, limit_bytes
+        super().__init__(
+            f"partition column {column!r} has a value whose partition folder `{column}=<value>` (escaped "
+            f"as Delta writes it) is {folder_bytes} bytes long; a file name may have at most {limit_bytes} "
+            "bytes. "
+            "Nothing was loaded. Shorten or hash those values in the source, or partition by another column."
+        )
+
+
 class SchemaError(DeltaMergeError):
     """The batch cannot be stored in the existing table."""
 

@@ -129,7 +129,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
-    staged = _stage(spark, writer, request, batch, table, child_tables, load_id, replace_where)
+    staged = _stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
     staged, nested = nested_load.split_nested(
         spark, writer, request, staged, child_tables, load_id, replace_where, table is not None
     )
@@ -334,15 +334,17 @@ def _extract(spark, data, request: LoadRequest, window, table, commits):
     return extracted(spark, data, request, table_schema, stored_column_schema(commits))
 
 
-def _stage(spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where):
+def _stage(
+    spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where, schema
+):
     """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
     commit takes the staged rows (staged_arrow.py), else materialised in Spark."""
     collect = staged_arrow.staging_collection(
         spark, writer, request, batch, table, replace_where, child_tables
     )
-    staged = stage_batch(
-        batch, request.disposition, request.hints, load_id, collect, _partitions_to_name(request, table)
-    )
+    folders = tuple(table.partition_columns) if table is not None else schema.partition_by
+    to_name = _partitions_to_name(request, table)
+    staged = stage_batch(batch, request.disposition, request.hints, load_id, collect, to_name, folders)
     return staged_arrow.checked(staged, request, table) if staged.arrow is not None else staged
 
 

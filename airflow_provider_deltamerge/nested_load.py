@@ -272,6 +272,7 @@ def _plan_and_commit_child(spark, writer, load, name, snapshot, mode, rows, root
         table_exists=snapshot is not None,
         batch_empty=staged.isEmpty(),
         flagged=HARD_DELETE_FLAG in staged.columns,
+        superseded=superseded,
     )
     if superseded and mode == "append":  # the batch's rows in, the superseded loads' rows out: one commit
         predicate = replace_predicate(None, load_id, superseded)
@@ -307,12 +308,20 @@ def _child_batch(spark, writer, snapshot, mode: str, rows: DataFrame, roots, sup
     if mode in ("append", "replace"):
         return rows
     if mode == "insert-only":  # one row per id: scd2 batches may repeat a version
-        return rows.dropDuplicates([ROW_ID])
+        rows = rows.dropDuplicates([ROW_ID])
+        if not superseded or snapshot is None:
+            return rows
     kept = rows.withColumn(HARD_DELETE_FLAG, F.lit(False))
     left_over = None
     if superseded:
-        left_over = writer.read_columns(spark, snapshot, [ROW_ID, ROOT_ID, LOAD_ID])
+        by_root = [ROOT_ID] if mode == "delete-insert" else []  # scd2's child tables have no root ids
+        left_over = writer.read_columns(spark, snapshot, [ROW_ID, *by_root, LOAD_ID])
         left_over = left_over.where(F.col(LOAD_ID).isin(list(superseded)))
+    if mode == "insert-only":  # the interrupted attempts' rows the batch lacks go (plan_child_commit)
+        stale = left_over.select(ROW_ID).join(rows.select(ROW_ID), on=ROW_ID, how="left_anti")
+        return kept.unionByName(
+            stale.select(ROW_ID, F.lit(True).alias(HARD_DELETE_FLAG)), allowMissingColumns=True
+        )
     if mode == "delete-insert":  # rows carrying a deleted root's id: its child rows go
         if left_over is not None:
             roots = roots.unionByName(left_over.select(F.col(ROOT_ID).alias(ROW_ID))).distinct()

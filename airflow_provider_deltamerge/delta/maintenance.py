@@ -31,6 +31,7 @@ from ..spec.naming import check_folder_name, naming_convention, table_path
 from ..spec.options import BACKENDS
 from ..spec.request import check_dataset, check_table_name
 from ..spec.storage import check_storage_options, delta_rs_options
+from ..spec.table_properties import LONGEST_HOURS
 from .storage import store_errors
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,15 @@ def vacuum_retention(options: MaintenanceOptions, configuration: Mapping[str, st
     configured = retention_hours_of(configuration)
     floor = max(configured, VACUUM_FLOOR_HOURS)
     hours = float(options.retention_hours) if options.retention_hours is not None else floor
+    if hours > LONGEST_HOURS:  # delta-rs panics on a time span it cannot represent
+        given = (
+            "retention_hours" if options.retention_hours is not None else f"{RETENTION_PROPERTY} of {path}"
+        )
+        raise ConfigError(
+            "retention_hours",
+            f"{hours:g} hours ({given}) is longer than the {LONGEST_HOURS} hours (a century) VACUUM keeps at "
+            "most; nothing was changed. Give a shorter retention (or fix the table property).",
+        )
     if hours < floor and not options.force:
         source = (
             f"{RETENTION_PROPERTY} of table {path}"

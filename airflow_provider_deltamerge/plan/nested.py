@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from ..errors import ConfigError, SourceError
 from ..spec.naming import LOAD_ID, ROW_ID, check_folder_name, check_table_location
 from ..spec.options import TableHints, WriteDisposition
-from .merge import MergePlan, plan_load
+from .expressions import SOURCE, TARGET, Col, In, Lit, Not, keys_equal
+from .merge import HARD_DELETE_FLAG, Clause, MergePlan, Operation, SourceShape, plan_load
 
 SEPARATOR = "__"  # between the fragments of a child table's or a flattened column's name
 PARENT_ID = "_dlt_parent_id"  # the parent row's _dlt_id
@@ -244,11 +245,16 @@ def takes_root_key(disposition: str, strategy: str | None) -> bool:
     return disposition == "merge" and strategy in ROOT_KEY_STRATEGIES
 
 
-def plan_child_commit(mode: str, *, table_exists: bool, batch_empty: bool, flagged: bool) -> MergePlan:
+def plan_child_commit(
+    mode: str, *, table_exists: bool, batch_empty: bool, flagged: bool, superseded: tuple[str, ...] = ()
+) -> MergePlan:
     """The commit of one child table: `mode` is how the root table's commit changes it (append,
     replace, or a merge strategy), applied on the child's own keys: `_dlt_root_id` for delete-insert
     (rows flagged as deletes carry the ids of deleted roots), `_dlt_id` for upsert and insert-only
-    (flagged rows carry the ids of child rows to delete)."""
+    (flagged rows carry the ids of child rows to delete). `superseded`: loads of interrupted attempts
+    whose rows an insert-only commit replaces (see `_insert_only_replacing`)."""
+    if mode == "insert-only" and table_exists and superseded and flagged:
+        return _insert_only_replacing(superseded)
     if mode in ("append", "replace"):
         disposition, hints = WriteDisposition(mode), TableHints()
     elif mode == "delete-insert":
@@ -257,4 +263,24 @@ def plan_child_commit(mode: str, *, table_exists: bool, batch_empty: bool, flagg
         disposition, hints = WriteDisposition("merge", mode), TableHints(primary_key=(ROW_ID,))
     return plan_load(
         disposition, hints, table_exists=table_exists, batch_empty=batch_empty, hard_delete=flagged
+    )
+
+
+def _insert_only_replacing(superseded: tuple[str, ...]) -> MergePlan:
+    """insert-only into a child table where interrupted attempts of the run left rows (their root table's
+    commit never landed): a row of theirs the batch has takes the batch's values, one it lacks arrives
+    flagged and goes; every other row stays, as insert-only keeps it."""
+    flagged = Col(HARD_DELETE_FLAG, SOURCE)
+    theirs = In(Col(LOAD_ID, TARGET), tuple(Lit(load_id) for load_id in superseded))
+    return MergePlan(
+        Operation.MERGE,
+        SourceShape.ROWS_WITH_FLAG,
+        on=keys_equal((ROW_ID,), (ROW_ID,)),
+        clauses=(
+            Clause("matched", "delete", condition=flagged),
+            Clause("matched", "update_all", condition=theirs),
+            Clause("not_matched", "insert_all", condition=Not(flagged)),
+        ),
+        helper_columns=(HARD_DELETE_FLAG,),
+        reason="insert-only replacing the rows of interrupted attempts",
     )

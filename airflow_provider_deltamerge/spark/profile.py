@@ -146,6 +146,20 @@ def text_bytes(df: DataFrame) -> list[Column]:
     return [F.expr(f"sum(CAST({lengths} AS BIGINT))").alias("text")]
 
 
+def partition_folder_bytes(df: DataFrame, columns: tuple[str, ...]) -> list[Column]:
+    """The longest folder name `<column>=<value>` among the batch's values of each text partition column,
+    as delta-rs writes it: every byte but the unreserved ASCII characters percent-encoded (3 bytes)."""
+    text = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StringType)}
+    aggregates = []
+    for column in (c for c in columns if c in text):
+        value = _quoted(column)
+        kept = f"length(regexp_replace({value}, '[^A-Za-z0-9._~-]', ''))"
+        escaped = f"{kept} + 3 * (octet_length({value}) - {kept})"
+        name = len(column.encode("utf-8")) + 1
+        aggregates.append(F.expr(f"max({name} + {escaped})").alias(f"folder:{column}"))
+    return aggregates
+
+
 def key_ranges(df: DataFrame, profile: Profile, columns: list[str]) -> tuple[KeyRange, ...]:
     """The profiled min and max of each column as plain values; none for an empty batch."""
     ranges = []

@@ -18,10 +18,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..errors import NullKeyError
+from ..errors import NullKeyError, PartitionValueError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
 from ..plan.pruning import KeyRange
-from ..spec.naming import ROW_ID
+from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
 from . import cdc, frames, partition_values, profile
 from .scd2 import rows_and_retires
@@ -55,6 +55,7 @@ def stage_batch(
     load_id: str,
     collect: Callable[[DataFrame], Any] | None = None,
     partition_by: tuple[str, ...] = (),
+    partition_folders: tuple[str, ...] = (),
 ) -> StagedBatch:
     """Key checks, dedup, hard-delete flags and system columns, computed from the source in one pass
     that materialises the batch and profiles it (spark/profile.py). `collect` (given only where the
@@ -79,7 +80,7 @@ def stage_batch(
     staged = _prepared(df, disposition, hints, load_id)
     ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
     aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
-    aggregates += profile.text_bytes(staged)
+    aggregates += profile.text_bytes(staged) + profile.partition_folder_bytes(staged, partition_folders)
     arrow = None
     if profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
@@ -104,6 +105,9 @@ def stage_batch(
     # rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
     if disposition.strategy == "upsert" and hints.hard_delete and arrow is None:
         frames.check_unique_keys(staged, hints.primary_key, disposition.strategy)
+    for column in partition_folders:
+        if after.get(f"folder:{column}") > NAME_BYTES:
+            raise PartitionValueError(column, int(after.get(f"folder:{column}")), NAME_BYTES)
     outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
     frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
     ranges = profile.key_ranges(staged, after, ranged)

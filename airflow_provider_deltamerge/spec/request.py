@@ -46,6 +46,7 @@ from .options import (
     validate_disposition,
 )
 from .run import RunContext
+from .secrets import credential_values, redact_text
 from .sources import parse_source
 from .storage import check_storage_options, delta_rs_options
 from .table_properties import check_loading_allowed, check_table_properties
@@ -61,6 +62,14 @@ def check_dataset(dataset: Any) -> str:
     if not isinstance(dataset, str) or not dataset:
         raise ConfigError("dataset", f"{dataset!r} must be a non-empty path or URI")
     scheme = dataset.split("://", 1)[0].lower() if "://" in dataset else None
+    secrets = credential_values(dataset) if scheme is not None else []
+    if secrets:  # no writer reads credentials from there, and the location is in every log line and error
+        raise ConfigError(
+            "dataset",
+            f"{redact_text(dataset, secrets)!r} holds a credential in its URI, which would show in logs and "
+            "errors and which no writer reads from there. Nothing was read or written: give the location "
+            "without it, and the credentials as storage_options (operators: the fields of storage_conn_id).",
+        )
     if scheme is not None and scheme not in DATASET_SCHEMES:
         raise ConfigError(
             "dataset",

@@ -17,6 +17,11 @@ APPEND_ONLY = "delta.appendOnly"
 _DURATION = re.compile(r"^interval\s+(\d+)\s+(second|minute|hour|day|week)s?$", re.IGNORECASE)
 _UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1, "day": 24, "week": 168}
 _BOOLEAN = ("true", "false")
+# The longest duration and the largest integer a property may hold: Delta reads integer properties as
+# 32-bit integers, and delta-rs turns a retention into a time span that panics past about 290 million
+# years; a century is as long as any retention need be.
+LONGEST_HOURS = 100 * 365 * 24
+LARGEST_INTEGER = 2**31 - 1
 
 # The Delta table properties a load may set, and the form each value takes: each is one both engines
 # know (Delta's DeltaConfigs, delta-rs's TableProperty); Delta refuses an unknown `delta.` property
@@ -112,13 +117,21 @@ def _checked_value(name: str, raw: Any) -> str:
     valid = {
         "boolean": text.lower() in _BOOLEAN,
         "duration": bool(_DURATION.match(text)),
-        "integer": _is_int(text, minimum=-1),
-        "positive integer": _is_int(text, minimum=1),
+        "integer": _is_int(text, minimum=-1) and int(text) <= LARGEST_INTEGER,
+        "positive integer": _is_int(text, minimum=1) and int(text) <= LARGEST_INTEGER,
         "text": text != "",
     }[kind]
     if not valid:
         example = {"boolean": "true", "duration": "interval 7 days", "text": "a,b"}.get(kind, "10")
-        raise ConfigError(ARGUMENT, f"{name} = {raw!r} is not a {kind} (for example {example!r})")
+        bound = f" of at most {LARGEST_INTEGER}" if "integer" in kind else ""
+        raise ConfigError(ARGUMENT, f"{name} = {raw!r} is not a {kind}{bound} (for example {example!r})")
+    if kind == "duration" and duration_hours(text) > LONGEST_HOURS:
+        raise ConfigError(
+            ARGUMENT,
+            f"{name} = {text!r} is longer than the {LONGEST_HOURS // 24 // 365} years a retention may be: "
+            "VACUUM and log cleanup fail on spans the engines cannot represent. Nothing was loaded; give "
+            "a shorter duration.",
+        )
     if name in RETENTION_FLOORS:
         _check_floor(name, text)
     return text.lower() if kind == "boolean" else text
@@ -126,13 +139,18 @@ def _checked_value(name: str, raw: Any) -> str:
 
 def _check_floor(name: str, text: str) -> None:
     floor, why = RETENTION_FLOORS[name]
-    amount, unit = _DURATION.match(text).groups()
-    if int(amount) * _UNIT_HOURS[unit.lower()] < floor:
+    if duration_hours(text) < floor:
         raise ConfigError(
             ARGUMENT,
             f"{name} = {text!r} is shorter than the {floor:g} hours loads keep at least: {why}. Nothing was "
             f"loaded; give 'interval {floor / 24:g} days' or more.",
         )
+
+
+def duration_hours(text: str) -> float:
+    """A duration `interval N <unit>` (checked already) in hours."""
+    amount, unit = _DURATION.match(text).groups()
+    return int(amount) * _UNIT_HOURS[unit.lower()]
 
 
 def _as_text(raw: Any) -> str:

@@ -21,6 +21,7 @@ from airflow_provider_deltamerge import (
     Incremental,
     LoadNotRecordedError,
     MissingKeyColumnError,
+    PartitionValueError,
     SourceError,
     StoreError,
     run_load,
@@ -460,3 +461,32 @@ def test_the_columns_of_child_tables_are_refused_in_a_batch(spark, dataset, colu
 def test_a_load_id_given_in_the_data_is_replaced_by_the_loads(spark, dataset):
     info = run_load([{"id": 1, "_dlt_load_id": "mine"}], spark=spark, dataset=dataset, table_name="u")
     assert [r["_dlt_load_id"] for r in read_rows(f"{dataset}/u", drop=())] == [info.load_id]
+
+
+PARTITIONED = {"day": {"partition": True}}
+
+
+@pytest.mark.parametrize(
+    ("value", "folder_bytes"),
+    [("x" * 300, 304), ("a/b:" * 40, 4 + 40 * 8)],  # escaped as Delta writes it: '/' and ':' take 3 bytes
+)
+@pytest.mark.parametrize("disposition", ["append", "replace", "merge"])
+def test_a_partition_value_making_a_folder_the_store_cannot_hold_is_refused(
+    spark, dataset, value, folder_bytes, disposition
+):
+    partitioned = {"columns": PARTITIONED, "primary_key": "id", "write_disposition": disposition}
+    run_load([{"id": 1, "day": "mon"}], spark=spark, dataset=dataset, table_name="p", **partitioned)
+    before = everything(dataset)
+    for table in ("p", "new"):  # the table's partitioning, or the one the load creates it with
+        error = refused(
+            PartitionValueError,
+            spark,
+            [{"id": 2, "day": "tue"}, {"id": 3, "day": value}],
+            dataset=dataset,
+            table_name=table,
+            **partitioned,
+        )
+        assert error.column == "day" and error.folder_bytes == folder_bytes
+        assert "at most 255 bytes" in str(error)
+    assert everything(dataset) == before
+    run_load([{"id": 4, "day": "y" * 250}], spark=spark, dataset=dataset, table_name="p", **partitioned)

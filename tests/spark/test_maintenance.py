@@ -121,6 +121,18 @@ def test_the_retention_floor_is_the_tables_configured_one(spark, dataset, items,
     assert metrics["retentionHours"] == 48
 
 
+def test_a_retention_no_engine_can_represent_is_refused_before_vacuum(spark, dataset, items, writer_backend):
+    """delta-rs panics (a BaseException past every handler) on a span past about 290 million years."""
+    on_disk = files_on_disk(items)
+    with pytest.raises(ConfigError, match="longer than the 876000 hours"):
+        maintain(spark, dataset, writer_backend, optimize=False, vacuum=True, retention_hours=1e14)
+    huge = {"delta.deletedFileRetentionDuration": "interval 999999999999 days"}  # set outside the loads
+    DeltaTable(items).alter.set_table_properties(huge)
+    with pytest.raises(ConfigError, match="deletedFileRetentionDuration of .* is longer than") as refused:
+        maintain(spark, dataset, writer_backend, optimize=False, vacuum=True)
+    assert refused.value.argument == "retention_hours" and files_on_disk(items) == on_disk
+
+
 def test_a_table_retention_below_a_day_does_not_lower_vacuums_floor(spark, dataset, items, writer_backend):
     """A retention of 0 set outside the loads (which refuse it) would let VACUUM delete the files a load
     is writing and readers of older versions need."""

@@ -153,3 +153,32 @@ def test_a_retry_with_a_changed_batch_leaves_every_table_with_that_batch(
     for name in TABLES:
         assert {r["_dlt_load_id"] for r in rows(dataset, name)} == {info.load_id}
     assert [r["load_id"] for r in recorded(dataset)] == [info.load_id]
+
+
+@pytest.mark.parametrize("strategy", ["insert-only", "scd2", "upsert", "delete-insert"])
+def test_a_retry_with_a_changed_batch_into_a_loaded_table_leaves_its_child_tables_with_that_batch(
+    spark, dataset, monkeypatch, strategy
+):
+    """The interrupted attempt's child rows go, or take the retry's values, under every merge strategy;
+    the rows of earlier loads stay as the strategy keeps them."""
+    arguments = {"write_disposition": {"disposition": "merge", "strategy": strategy}}
+    arguments.update({} if strategy == "scd2" else {"primary_key": "id"})
+    earlier = {"dag_id": "d", "task_id": "t", "run_id": "r0", "try_number": 1}
+    seed = [{"id": 9, "child": [{"bar": 90, "grandchild": [{"baz": 90}]}]}]
+    run_load(seed, spark=spark, dataset=dataset, table_name="parent", run_context=earlier, **arguments)
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", "committed:parent__child__grandchild")
+    with pytest.raises(InjectedFault):
+        load(spark, dataset, run_context=run(1), **arguments)
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+
+    info = run_load(
+        CHANGED, spark=spark, dataset=dataset, table_name="parent", run_context=run(2), **arguments
+    )
+
+    assert sorted(r["id"] for r in rows(dataset, "parent")) == [1, 3, 9]
+    assert sorted(r["bar"] for r in rows(dataset, "parent__child")) == [10, 30, 31, 90]
+    assert sorted(r["baz"] for r in rows(dataset, "parent__child__grandchild")) == [30, 90]
+    loaded = {r["load_id"] for r in recorded(dataset)}
+    assert len(loaded) == 2 and info.load_id in loaded
+    for name in TABLES:
+        assert {r["_dlt_load_id"] for r in rows(dataset, name)} <= loaded

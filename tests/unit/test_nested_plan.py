@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.plan.expressions import keys_equal
+from airflow_provider_deltamerge.plan.expressions import TARGET, Col, In, Lit, keys_equal
 from airflow_provider_deltamerge.plan.merge import Operation, SourceShape
 from airflow_provider_deltamerge.plan.nested import (
     Column,
@@ -113,6 +113,16 @@ def test_child_commits_apply_the_roots_strategy_on_the_childs_own_keys():
     insert_only = plan("insert-only")
     assert [(c.when, c.action) for c in insert_only.clauses] == [("not_matched", "insert_all")]
     assert plan("upsert", exists=False, flagged=True).operation is Operation.WRITE
+    # the rows an interrupted attempt left take the batch's values or go; other rows stay as they are
+    retried = plan_child_commit(
+        "insert-only", table_exists=True, batch_empty=False, flagged=True, superseded=("7",)
+    )
+    assert [(c.when, c.action) for c in retried.clauses] == [
+        ("matched", "delete"),
+        ("matched", "update_all"),
+        ("not_matched", "insert_all"),
+    ]
+    assert retried.clauses[1].condition == In(Col("_dlt_load_id", TARGET), (Lit("7"),))
 
 
 def test_a_child_table_is_written_only_where_no_other_table_is():

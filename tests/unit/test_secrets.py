@@ -93,3 +93,32 @@ def test_a_config_error_on_a_source_never_echoes_its_credentials():
 )
 def test_the_secrets_of_a_command_line(arguments, secrets):
     assert command_line_secrets(arguments) == secrets
+
+
+@pytest.mark.parametrize(
+    "dataset",
+    [
+        "s3://AKIAEXAMPLE:url-pass-123@bucket/lake",
+        "abfss://lake@acct.dfs.core.windows.net/shop?sv=2024&sig=url-pass-123",
+        "gs://bucket/lake?token=url-pass-123",
+        "foo://user:url-pass-123@host/lake",  # refused for its credential before its scheme
+    ],
+)
+def test_a_dataset_uri_holding_a_credential_is_refused_at_every_entry_point_without_showing_it(
+    dataset, tmp_path, capsys
+):
+    from airflow_provider_deltamerge.cli.main import main
+    from airflow_provider_deltamerge.delta.maintenance import maintain_table
+
+    for enter in (
+        lambda: LoadRequest.create(dataset=dataset, table_name="orders"),
+        lambda: maintain_table(dataset, "orders", optimize=True),
+        lambda: maintain_table(dataset, "_dlt_loads", vacuum=True),
+    ):
+        with pytest.raises(ConfigError) as error:
+            enter()
+        assert error.value.argument == "dataset" and "holds a credential in its URI" in str(error.value)
+        assert "url-pass-123" not in str(error.value) and "storage_options" in str(error.value)
+    assert main(["history", dataset, "orders"]) == 1
+    shown = capsys.readouterr()
+    assert "holds a credential" in shown.err and "url-pass-123" not in shown.out + shown.err

@@ -31,6 +31,10 @@ def test_values_become_delta_text():
     [
         ({"delta.appendOnly": "yes"}, r"delta.appendOnly = 'yes' is not a boolean"),
         ({"delta.checkpointInterval": 0}, "is not a positive integer"),
+        ({"delta.checkpointInterval": 2**31}, "is not a positive integer of at most 2147483647"),
+        ({"delta.dataSkippingNumIndexedCols": "99999999999"}, "is not a integer of at most 2147483647"),
+        ({"delta.deletedFileRetentionDuration": "interval 999999999999 days"}, "longer than the 100 years"),
+        ({"delta.logRetentionDuration": "interval 5300 weeks"}, "longer than the 100 years"),
         (
             {"delta.deletedFileRetentionDuration": "7 days"},
             r"is not a duration \(for example 'interval 7 days'\)",
