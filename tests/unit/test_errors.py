@@ -24,6 +24,9 @@ EXAMPLES = {
     errors.NullValueError: lambda: errors.NullValueError("price", {"id": 3}, 2),
     errors.RowIdError: lambda: errors.RowIdError("_dlt_id", 1, ["a1"], 2),
     errors.PartitionValueError: lambda: errors.PartitionValueError("day", 304, 255),
+    errors.SequenceError: lambda: errors.SequenceError(
+        ("lsn",), "key(s) with two different events at one sequence", [((1,), (7,))], 1
+    ),
     errors.ContractError: lambda: errors.ContractError("events", "columns", "note"),
     errors.SchemaError: lambda: errors.SchemaError("events", "id", "bigint", "string"),
     errors.ConflictError: lambda: errors.ConflictError("another writer changed table /lake/events"),
