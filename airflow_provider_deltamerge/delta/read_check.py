@@ -44,10 +44,19 @@ def files_read(table: DeltaTable, scope: tuple[Expr, ...] = ()) -> set[str]:
 def require_reads_current(
     read: DeltaTable, current: DeltaTable, scope: tuple[Expr, ...] = (), added_too: bool = False
 ) -> None:
-    """Raise ConflictError where a commit between `read`'s version and `current`'s removed a file in the
-    scope (with `added_too`, or added one: a plan whose source holds rows it read from the table)."""
+    """Raise ConflictError where a commit between `read`'s version and `current`'s changed the table's
+    schema (the plan's columns are the old schema's), or removed a file in the scope (with `added_too`,
+    or added one: a plan whose source holds rows it read from the table)."""
     if current.version() == read.version():
         return
+    if current.schema().to_json() != read.schema().to_json() or (
+        current.metadata().partition_columns != read.metadata().partition_columns
+    ):
+        raise ConflictError(
+            f"table {current.table_uri}: a commit after version {read.version()}, which this load planned "
+            f"on, changed the table's schema (the table is at version {current.version()} now); nothing "
+            "was written by this load. Retry the load."
+        )
     before, now = files_read(read, scope), files_read(current, scope)
     changed = (before - now) | ((now - before) if added_too else set())
     if changed:

@@ -54,3 +54,14 @@ def test_a_plan_whose_source_holds_rows_of_the_table_is_stale_once_a_file_is_add
     require_reads_current(planned, DeltaTable(days), DAYS_1_AND_5)  # a file added: nothing it read gone
     with pytest.raises(ConflictError, match="changed 1 of the files"):
         require_reads_current(planned, DeltaTable(days), DAYS_1_AND_5, added_too=True)
+
+
+def test_a_commit_that_widened_the_schema_makes_every_read_stale(days):
+    """The plan's columns are the schema it was planned on: a column added since (by a load whose batch
+    brought it) means planning again, even where no file the plan read was touched."""
+    planned = DeltaTable(days)
+    widened = pa.table({"day": [7], "v": ["d"], "score": [1.5]})
+    write_deltalake(days, widened, partition_by=["day"], mode="append", schema_mode="merge")
+
+    with pytest.raises(ConflictError, match="changed the table's schema"):
+        require_reads_current(planned, DeltaTable(days), DAYS_1_AND_5)
