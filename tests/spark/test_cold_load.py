@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from airflow_provider_deltamerge import run_load
@@ -35,7 +36,10 @@ def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tm
     upserted, second = load(spark, dataset, spark.read.parquet(landing))
     assert created.metrics["rows_staged"] == 300 and upserted.metrics["numTargetRowsInserted"] == 20
     # the floor's one job: the batch computed once, collected as Arrow, its aggregates observed on the way
-    assert (first.jobs, first.sql_executions) == (1, 1), first.job_names
+    # PySpark 3.5 gives a frame made from Python rows no size estimate, so staging checkpoints it before
+    # the collection there: two jobs (the README's job counts are those of the tested set)
+    rows_path = (1, 1) if int(pyspark.__version__.split(".")[0]) >= 4 else (2, 2)
+    assert (first.jobs, first.sql_executions) == rows_path, first.job_names
     assert (second.jobs, second.sql_executions) == (1, 1), second.job_names
 
 
