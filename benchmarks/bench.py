@@ -82,6 +82,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--no-connect", dest="connect", action="store_false", help="skip the Spark Connect side"
     )
     parser.add_argument(
+        "--no-jvm-archive",
+        dest="jvm_archive",
+        action="store_false",
+        help="cold: start every session without the JVM class archive (by default it is made first)",
+    )
+    parser.add_argument(
         "--session-conf",
         nargs="*",
         type=lambda text: tuple(text.split("=", 1)),

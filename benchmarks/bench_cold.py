@@ -16,6 +16,7 @@ Every result table is verified (bench_sides.verify).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,8 +24,10 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from bench_sides import verify
-from cold_run import MARK
+from cold_run import MARK, NO_ARCHIVE
 from workload import Size
+
+from airflow_provider_deltamerge.spark.class_archive import ENV as ARCHIVE_ENV
 
 HERE = Path(__file__).parent
 P1, P2, SMALL_LOADS, SMALL_TARGET = "1000000:100000:uniform", "2000000:40000:clustered", 300, 1000
@@ -41,8 +44,12 @@ class ColdRuns:
     def child(self, side: str, size: Size, path: Path, **extra) -> dict:
         job = {**self.job, "side": side, "path": str(path), "target_rows": size.target_rows}
         job.update(changed_rows=size.changed_rows, kind=size.kind, **extra)
+        env = {**os.environ, **({ARCHIVE_ENV: "off"} if side == NO_ARCHIVE else {})}
         done = subprocess.run(
-            [sys.executable, str(HERE / "cold_run.py"), json.dumps(job)], capture_output=True, text=True
+            [sys.executable, str(HERE / "cold_run.py"), json.dumps(job)],
+            capture_output=True,
+            text=True,
+            env=env,
         )
         if done.returncode != 0:
             raise RuntimeError(f"cold_run.py {side} failed:\n{done.stderr[-4000:]}")
@@ -145,7 +152,9 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
     dlt = ("dlt",) if dlt_python else ()
     parquet = cold.work / "changes.parquet"  # the operator's source: P1's change set
     setup = {"parquet": str(parquet), "parquet_changed_rows": p1.changed_rows, "parquet_kind": p1.kind}
-    cases = [cold.upsert_case("P1 upsert", p1, ("run_load", "floor", *dlt), setup)]
+    archive = _jvm_archive(args.jvm_archive)
+    no_archive = (NO_ARCHIVE,) if archive else ()
+    cases = [cold.upsert_case("P1 upsert", p1, ("run_load", *no_archive, "floor", *dlt), setup)]
     cases.append(cold.initial_case(p1, cases[0]["base"], cases[0]["sides"].get("dlt", [])))
     cases.append(cold.task_case(p1, Path(cases[0]["base_path"]), parquet, cases[0]["sides"]["floor"]))
     connect = _connect_server(work) if args.connect else nullcontext(None)
@@ -157,7 +166,18 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
     for case in cases:
         if "base_path" in case:
             shutil.rmtree(Path(case.pop("base_path")).parent, ignore_errors=True)
-    return {"cases": cases}
+    return {"cases": cases, "jvm_archive": archive}
+
+
+def _jvm_archive(wanted: bool) -> dict | None:
+    """The JVM class archive the fresh processes start from (made first, `deltamerge jvm-archive`), or
+    None where the run is asked to go without one."""
+    if not wanted:
+        os.environ[ARCHIVE_ENV] = "off"
+        return None
+    from airflow_provider_deltamerge.cli.jvm_archive import make_archive
+
+    return make_archive()
 
 
 def _connect_server(work: Path):

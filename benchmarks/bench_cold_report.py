@@ -100,9 +100,12 @@ def _shown(value, spec: str) -> str:
 
 
 def render(report: dict) -> str:
+    archive = report.get("jvm_archive")
+    made = f"made first in {archive['seconds']} s" if archive else "none (--no-jvm-archive)"
     lines = [
         "",
         "COLD: each timed load in a fresh process; session start timed apart (not in 'load s');",
+        f"      JVM class archive (deltamerge jvm-archive): {made}; sessions start from it where one exists",
         "      cpu s: the load's CPU seconds, Python and the Spark JVM; py cpu s: Python's alone",
         "case              size                side                    load s  session s   cpu s  py cpu s"
         "  jobs  sql  verified",

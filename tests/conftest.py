@@ -7,8 +7,13 @@ built with them and the delta-spark writer runs too. Nothing is ever downloaded.
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
+
+# Sessions the tests start use no JVM class archive a developer may have made (spark/class_archive.py);
+# tests/cli/test_jvm_archive.py makes and uses its own.
+os.environ.setdefault("DELTAMERGE_JVM_ARCHIVE", "off")
 
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after pytest has
 # closed the streams its handlers write to.

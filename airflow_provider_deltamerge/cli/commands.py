@@ -181,4 +181,17 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-COMMANDS = {"loads": loads, "state": state, "history": history, "tables": tables, "load": load}
+def jvm_archive(args: argparse.Namespace) -> dict[str, Any]:
+    from .jvm_archive import make_archive
+
+    return make_archive(dict(args.spark_conf))
+
+
+COMMANDS = {
+    "loads": loads,
+    "state": state,
+    "history": history,
+    "tables": tables,
+    "load": load,
+    "jvm-archive": jvm_archive,
+}

@@ -172,7 +172,14 @@ def _size(size_bytes: int) -> str:
     return f"{size_bytes / 1024**exponent:.1f} {SIZE_UNITS[exponent]}"
 
 
+def render_jvm_archive(console: Console, made: dict[str, Any]) -> None:
+    console.print(
+        f"JVM class archive {made['archive']}: {made['bytes']:,} bytes, made in {made['seconds']} s"
+    )
+
+
 RENDERERS = {
+    "jvm-archive": render_jvm_archive,
     "loads": render_loads,
     "state": render_state,
     "history": render_history,

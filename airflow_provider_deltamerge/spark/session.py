@@ -8,6 +8,7 @@ import shutil
 import sys
 
 from ..errors import ConfigError
+from . import class_archive
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,16 @@ def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None
     jars = parse_delta_jars(delta_jars)
     tuning = small_batch_conf(extra_conf)
     ours = {**LOCAL_SESSION_CONF, **tuning, **python_conf(), **(extra_conf or {})}
-    return merge_spark_conf(ours, jars.spark_conf() if jars else {})
+    conf = merge_spark_conf(ours, jars.spark_conf() if jars else {})
+    return {**conf, **class_archive_conf(conf, extra_conf)}
+
+
+def class_archive_conf(conf: dict[str, str], extra_conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The JVM class archive's option (spark/class_archive.py), unless spark-defaults.conf or
+    PYSPARK_SUBMIT_ARGS set the driver's Java options, which the session's own would replace."""
+    if class_archive.JAVA_OPTIONS in user_set_keys() - set(extra_conf or {}):
+        return {}
+    return class_archive.session_java_options(conf)
 
 
 def small_batch_conf(extra_conf: dict[str, str] | None = None) -> dict[str, str]:
@@ -75,6 +85,18 @@ def log_small_batch_conf(extra_conf: dict[str, str] | None = None) -> None:
         ", ".join(f"{key}={value}" for key, value in tuning.items()) or "none",
         f"; set elsewhere, kept as set: {', '.join(kept)}" if kept else "",
     )
+
+
+def log_class_archive(conf: dict[str, str]) -> None:
+    """One line in the task log: whether the new session's JVM starts from a class archive."""
+    options = conf.get(class_archive.JAVA_OPTIONS, "")
+    if "-XX:SharedArchiveFile=" in options:
+        log.info("local Spark session: JVM class archive %s", options.split("=", 1)[1].split()[0])
+    elif class_archive.archive_folder() is not None:
+        log.info(
+            "local Spark session: no JVM class archive for this Java and these jars; "
+            "`deltamerge jvm-archive` makes one, and each fresh task's session then starts seconds sooner"
+        )
 
 
 def user_set_keys() -> set[str]:
@@ -110,6 +132,7 @@ def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None 
     require_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session listens on loopback only
     log_small_batch_conf(extra_conf)
+    log_class_archive(conf)
     builder = SparkSession.builder.master(master).appName("deltamerge")
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -50,10 +50,12 @@ def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spar
 def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(tmp_path, capsys):
     out = tmp_path / "cold.json"
     sizes = ["--p1", "3000:300:uniform", "--p2", "6000:120:clustered", "--small-loads", "4"]
-    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--out", str(out)])
+    # the JVM class archive is left out: tests/cli/test_jvm_archive.py makes one and starts from it
+    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--no-jvm-archive", "--out", str(out)])
 
     report = json.loads(out.read_text())
     assert "sizes" not in report  # --cold: no warm run
+    assert report["cold"]["jvm_archive"] is None
     cases = {case["case"]: case for case in report["cold"]["cases"]}
     assert list(cases) == ["P1 upsert", "P7 initial load", "task wall time", "P2 upsert", "P8 small loads"]
     assert set(cases["P1 upsert"]["sides"]) == {"run_load", "floor"}
@@ -63,6 +65,7 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(t
     runs = [r for case in cases.values() for side in case["sides"].values() for r in side]
     assert all(r.get("verified") is not False for r in runs)
     assert all(r["session_seconds"] > 0 for r in runs if "session_seconds" in r)
+    assert not any(r.get("jvm_archive") for r in runs)
     # each fresh process counts its load's Spark work; a small load runs the floor's one job
     assert cases["P1 upsert"]["sides"]["run_load"][0]["jobs"] == 1
     assert cases["P2 upsert"]["sides"]["connect"][0]["jobs"] is None  # counted in the server, not here
@@ -71,4 +74,5 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(t
     assert names == ["P1", "P2", "P2", "P7", "P8", "task"]
     printed = capsys.readouterr().out
     assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
+    assert "JVM class archive (deltamerge jvm-archive): none (--no-jvm-archive)" in printed
     assert "P1 cold run_load / embedded floor" in printed

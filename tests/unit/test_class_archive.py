@@ -1,0 +1,54 @@
+"""Which JVM class archive a new local session starts from (spark/class_archive.py), without Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_deltamerge.spark import class_archive
+from airflow_provider_deltamerge.spark.session import local_session_conf
+
+OPTIONS = class_archive.JAVA_OPTIONS
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    return tmp_path
+
+
+def test_a_session_starts_from_the_archive_made_for_its_java_and_jars(folder):
+    assert class_archive.session_java_options({}) == {}  # none made yet
+    path = class_archive.archive_path({})
+    assert path.parent == folder and path.suffix == ".jsa"
+    path.write_bytes(b"archive")
+    options = class_archive.session_java_options({})[OPTIONS]
+    assert options.startswith(f"-XX:SharedArchiveFile={path} ")
+    assert local_session_conf()[OPTIONS] == options
+
+
+def test_jars_added_by_the_conf_name_another_archive(folder):
+    assert class_archive.archive_path({"spark.jars": "/opt/delta.jar"}) != class_archive.archive_path({})
+
+
+def test_the_callers_java_options_are_kept_after_the_archive_and_their_own_sharing_stands(folder):
+    class_archive.archive_path({}).write_bytes(b"archive")
+    theirs = {OPTIONS: "-Xss4m"}
+    assert class_archive.session_java_options(theirs)[OPTIONS].endswith(" -Xss4m")
+    for own in ("-Xshare:off", "-XX:SharedArchiveFile=/x.jsa", "-XX:ArchiveClassesAtExit=/y.jsa"):
+        assert class_archive.session_java_options({OPTIONS: own}) == {}
+        assert local_session_conf({OPTIONS: own})[OPTIONS] == own
+
+
+def test_java_options_set_in_spark_defaults_are_not_replaced(folder, tmp_path_factory, monkeypatch):
+    class_archive.archive_path({}).write_bytes(b"archive")
+    conf_dir = tmp_path_factory.mktemp("conf")
+    (conf_dir / "spark-defaults.conf").write_text(f"{OPTIONS} -Dsite=1\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    assert OPTIONS not in local_session_conf()
+
+
+def test_off_turns_it_off(monkeypatch):
+    monkeypatch.setenv(class_archive.ENV, "off")
+    assert class_archive.archive_path({}) is None
+    assert class_archive.session_java_options({}) == {}
+    assert OPTIONS not in local_session_conf()
