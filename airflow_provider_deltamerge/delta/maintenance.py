@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import ConfigError, ConflictError
 from ..spec.checks import choice, key_tuple
-from ..spec.naming import check_folder_name, naming_convention, table_path
+from ..spec.naming import check_folder_name, naming_convention, table_name_as_stored, table_path
 from ..spec.options import BACKENDS
 from ..spec.request import check_dataset, check_table_name
 from ..spec.storage import check_storage_options, delta_rs_options
@@ -126,7 +126,8 @@ def maintain_table(
     """
     chosen = MaintenanceOptions(optimize, z_order_by, vacuum, retention_hours, force, checkpoint)
     normalize = naming_convention(naming)
-    name = check_folder_name("table_name", normalize(check_table_name(table_name)), table_name)
+    stored = table_name_as_stored(normalize, check_table_name(table_name))
+    name = check_folder_name("table_name", stored, table_name)
     dataset = check_dataset(dataset)
     options = delta_rs_options(dataset, check_storage_options(storage_options))
     with store_errors(dataset, options, MAINTENANCE_STOPPED):

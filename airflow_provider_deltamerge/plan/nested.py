@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError, SourceError
-from ..spec.naming import LOAD_ID, ROW_ID, check_folder_name, check_table_location
+from ..spec.naming import CHILD_SEPARATOR, LOAD_ID, ROW_ID, check_folder_name, check_table_location
 from ..spec.options import TableHints, WriteDisposition
 from .expressions import SOURCE, TARGET, Col, In, Lit, Not, keys_equal
 from .merge import HARD_DELETE_FLAG, Clause, MergePlan, Operation, SourceShape, plan_load
 
-SEPARATOR = "__"  # between the fragments of a child table's or a flattened column's name
+SEPARATOR = CHILD_SEPARATOR  # between the fragments of a child table's or a flattened column's name
 PARENT_ID = "_dlt_parent_id"  # the parent row's _dlt_id
 LIST_INDEX = "_dlt_list_idx"  # the element's 0-based position in its list
 ROOT_ID = "_dlt_root_id"  # the root row's _dlt_id, where merges need it (K-3)

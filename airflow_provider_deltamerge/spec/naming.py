@@ -68,6 +68,19 @@ def naming_convention(name: str) -> Callable[[str], str]:
     return snake_case if name == "snake_case" else direct
 
 
+CHILD_SEPARATOR = "__"  # a child table's name: its parent's, this, and the list's field
+
+
+def table_name_as_stored(normalize: Callable[[str], str], name: str) -> str:
+    """A table name a user gives to reach a table (maintenance, URIs): a child table's name
+    (`orders__items`) is normalised part by part, as loads name child tables, so snake_case does not
+    contract its separator; any other name as a whole."""
+    parts = name.split(CHILD_SEPARATOR)
+    if len(parts) > 1 and all(part.strip() for part in parts):
+        return CHILD_SEPARATOR.join(normalize(part) for part in parts)
+    return normalize(name)
+
+
 def normalize_columns(columns: list[str], normalize: Callable[[str], str]) -> dict[str, str]:
     """Map each source column to its stored name; two source columns may not share a stored name."""
     mapping: dict[str, str] = {}
@@ -134,4 +147,4 @@ def table_uri(dataset: str, table_name: str, naming: str = "snake_case") -> str:
     base = dataset.rstrip("/")
     if "://" not in base:
         base = f"file://{base}"
-    return f"{base}/{naming_convention(naming)(table_name)}"
+    return f"{base}/{table_name_as_stored(naming_convention(naming), table_name)}"

@@ -84,6 +84,16 @@ def overlapping(ranges: list[tuple[int, int]]) -> bool:
     return any(later[0] <= earlier[1] for earlier, later in zip(ranges, ranges[1:], strict=False))
 
 
+def test_a_child_table_is_reached_by_its_stored_name_under_snake_case(spark, dataset, writer_backend):
+    """snake_case contracts `__` in a name, but not between a child table's parts, as loads name them."""
+    for b in range(2):
+        rows = [{"id": b, "Tags": [{"Label": f"t{b}"}]}]
+        run_load(rows, spark=spark, dataset=dataset, table_name="Orders", write_disposition="append")
+    done = maintain_table(dataset, "Orders__Tags", backend=writer_backend or "auto", spark=spark)
+    assert done["table"] == "orders__tags" and done["numRemovedFiles"] == 2
+    assert sorted(r["label"] for r in read_rows(f"{dataset}/orders__tags")) == ["t0", "t1"]
+
+
 def test_z_order_clusters_files_by_the_column_named_in_source_spelling(spark, dataset, items, writer_backend):
     load(spark, dataset, [{"id": 5, "v": "late"}, {"id": 35, "v": "later"}])  # a file spanning the others
     assert overlapping(id_ranges(items))
