@@ -9,6 +9,8 @@ counted (they do not depend on how busy the machine is). Cases:
   processes through one warm Spark Connect server on loopback;
 - task wall time: DeltaMergeOperator.execute of P1's change set (read from parquet) in a fresh process,
   session start included, beside P1's floor: its session start plus its merge;
+- CDC: P1's change set as change events (cdc_work.py: 10% out of order, 5% deletes) applied with
+  sequence_by and apply_as_deletes, beside a plain upsert of the same rows, both fresh;
 - P8: `small_loads` upserts of 5 rows each into one table in one process, beside dlt's.
 Every result table is verified (bench_sides.verify).
 """
@@ -24,7 +26,9 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from bench_sides import verify
+from cdc_work import expected_rows as cdc_expected_rows
 from cold_run import MARK, NO_ARCHIVE
+from deltalake import DeltaTable
 from workload import Size
 
 from airflow_provider_deltamerge.spark.class_archive import ENV as ARCHIVE_ENV
@@ -80,19 +84,21 @@ class ColdRuns:
         removed after unless kept (its table's path is then in the result)."""
         path = self.fresh(side, base)
         result = self.child(side, size, path, **extra)
-        result["verified"] = verify(str(path), size)
+        result["verified"] = verified(side, str(path), size)
         if keep:
             result["path"] = str(path)
         else:
             shutil.rmtree(path.parent, ignore_errors=True)
         return result
 
-    def upsert_case(self, name: str, size: Size, sides: tuple[str, ...], setup=None, **extra) -> dict:
+    def upsert_case(
+        self, name: str, size: Size, sides: tuple[str, ...], setup=None, initial="initial", **extra
+    ) -> dict:
         """The upsert of `size` by each side, interleaved, `repeat` times, each on a fresh copy of one
-        target (built by run_load's first load in a fresh process, itself timed; `setup`: what else that
-        process writes, untimed)."""
+        target (built by run_load's first load in a fresh process, the side `initial`, itself timed;
+        `setup`: what else that process writes, untimed)."""
         setup = setup or {}
-        built = self.timed("initial", Size(size.target_rows, 0, size.kind), None, keep=True, **setup)
+        built = self.timed(initial, Size(size.target_rows, 0, size.kind), None, keep=True, **setup)
         base = Path(built.pop("path"))
         runs: dict[str, list[dict]] = {side: [] for side in sides}
         for _ in range(self.repeat):
@@ -162,11 +168,20 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
         sides = ("run_load", *(("connect",) if port else ()), *dlt)
         remote = f"sc://127.0.0.1:{port}" if port else None
         cases.append(cold.upsert_case("P2 upsert", p2, sides, remote=remote))
+    cases.append(cold.upsert_case("CDC events", p1, ("cdc", "cdc_upsert"), initial="initial_cdc"))
     cases.append(cold.small_loads_case(args.small_loads))
     for case in cases:
         if "base_path" in case:
             shutil.rmtree(Path(case.pop("base_path")).parent, ignore_errors=True)
     return {"cases": cases, "jvm_archive": archive}
+
+
+def verified(side: str, path: str, size: Size) -> bool:
+    """The table a side left holds what it must (bench_sides.verify; the CDC events' by its row count)."""
+    if side == "cdc":
+        rows = DeltaTable(path).get_add_actions(flatten=True).column("num_records").to_pylist()
+        return sum(rows) == cdc_expected_rows(size)
+    return verify(path, size)
 
 
 def _jvm_archive(wanted: bool) -> dict | None:

@@ -38,6 +38,7 @@ def edges(loads: list[float]) -> tuple[float, float, float]:
 def ratios(report: dict) -> list[dict]:
     p1, p2, p7 = _case(report, "P1 upsert"), _case(report, "P2 upsert"), _case(report, "P7 initial load")
     task, p8 = _case(report, "task wall time"), _case(report, "P8 small loads")
+    cdc = _case(report, "CDC events")
     size = lambda case: case["size"] if case else "-"  # noqa: E731
     checks = [
         _check(
@@ -69,6 +70,16 @@ def ratios(report: dict) -> list[dict]:
             f"{size(p7)}; the key-ordered layout's sort: {_seconds(_side(p7, 'floor', 'sort_seconds'))}",
         ),
     ]
+    if cdc:
+        checks.append(
+            _check(
+                "CDC events / plain upsert",
+                "<=",
+                1.5,
+                _ratio(_side(cdc, "cdc"), _side(cdc, "cdc_upsert")),
+                f"{size(cdc)}: 10% out of order, 5% deletes; sequence_by and apply_as_deletes",
+            )
+        )
     if p8 and p8["sides"].get("run_load"):
         first, last, growth = edges(p8["sides"]["run_load"][0]["loads"])
         dlt = p8["sides"].get("dlt")

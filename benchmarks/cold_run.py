@@ -12,6 +12,8 @@ JVM), and the Spark jobs and SQL executions the load ran (spark_work.py). Sides:
   does (`sort_seconds`, not in its load): the key-ordered layout's cost;
 - connect: run_load from this fresh client process through a warm Spark Connect server (`remote`);
 - operator: DeltaMergeOperator.execute of a parquet change set (session start included, as a task's);
+- initial_cdc / cdc / cdc_upsert: the CDC case (cdc_work.py): its target, loaded with sequence_by; the
+  events applied with sequence_by and apply_as_deletes; the same rows as a plain upsert;
 - small_loads: a table of `target_rows` (untimed), then `loads` upserts of 5 rows each into it in this
   one process, each timed.
 """
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa  # noqa: E402
 from bench_sides import UPSERT, floor_merge, spark_changes, spark_rows, spark_target, with_system_columns  # noqa: E402
+from cdc_work import CDC, with_event_columns  # noqa: E402
 from deltalake import write_deltalake  # noqa: E402
 from spark_work import SparkWork  # noqa: E402
 from workload import Size  # noqa: E402
@@ -37,6 +40,7 @@ from airflow_provider_deltamerge import run_load  # noqa: E402
 from airflow_provider_deltamerge.delta.arrow_stream import arrow_schema, record_batches  # noqa: E402
 
 IMPORTED = time.perf_counter()
+CDC_SIDES = ("initial_cdc", "cdc", "cdc_upsert")
 NO_ARCHIVE = "run_load, no JVM archive"  # run_load in a process whose session starts without the archive
 LOAD = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id", "pipeline_name": "bench"}
 
@@ -67,6 +71,12 @@ def load(side: str, spark, job: dict, size: Size, result: dict) -> dict:
         return floor_merge(spark_changes(spark, size), path)[0]
     if side == "initial":
         info = run_load(spark_target(spark, size), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
+        return info.metrics
+    if side in CDC_SIDES:  # the CDC case: its target, its events, the plain upsert of the same rows
+        target = side == "initial_cdc"
+        rows = with_event_columns(spark_target(spark, size) if target else spark_changes(spark, size), target)
+        cdc = CDC if side in ("initial_cdc", "cdc") else {}
+        info = run_load(rows, spark=spark, dataset=dataset, backend="delta-rs", **LOAD, **cdc)
         return info.metrics
     if side == "initial_floor":
         data = to_arrow(with_system_columns(spark_target(spark, size)))

@@ -57,7 +57,17 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(t
     assert "sizes" not in report  # --cold: no warm run
     assert report["cold"]["jvm_archive"] is None
     cases = {case["case"]: case for case in report["cold"]["cases"]}
-    assert list(cases) == ["P1 upsert", "P7 initial load", "task wall time", "P2 upsert", "P8 small loads"]
+    assert list(cases) == [
+        "P1 upsert",
+        "P7 initial load",
+        "task wall time",
+        "P2 upsert",
+        "CDC events",
+        "P8 small loads",
+    ]
+    assert set(cases["CDC events"]["sides"]) == {"cdc", "cdc_upsert"}
+    cdc = cases["CDC events"]["sides"]["cdc"][0]
+    assert cdc["verified"] is True and cdc["jobs"] >= 1
     assert set(cases["P1 upsert"]["sides"]) == {"run_load", "floor"}
     assert set(cases["P7 initial load"]["sides"]) == {"run_load", "floor"}
     assert cases["P7 initial load"]["sides"]["floor"][0]["sort_seconds"] > 0
@@ -71,7 +81,7 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(t
     assert cases["P2 upsert"]["sides"]["connect"][0]["jobs"] is None  # counted in the server, not here
     assert len(cases["P8 small loads"]["sides"]["run_load"][0]["loads"]) == 4
     names = [c["name"].split()[0] for c in report["cold"]["ratios"]]
-    assert names == ["P1", "P2", "P2", "P7", "P8", "task"]
+    assert names == ["P1", "P2", "P2", "P7", "CDC", "P8", "task"]
     printed = capsys.readouterr().out
     assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
     assert "JVM class archive (deltamerge jvm-archive): none (--no-jvm-archive)" in printed
