@@ -4,6 +4,7 @@ often the batch has it, so its duplicates are no error; duplicates of a key the 
 
 The writer refuses any duplicated key before it commits; only then (never on the common path) are the
 table's keys read, the batch's rows of duplicated keys the table holds dropped, and the commit made again.
+A load with child tables checks the root's keys so before the child tables commit.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .delta import unique_keys
 from .errors import DuplicateKeyError
 from .plan.merge import Operation
 from .spark.extract import arrow_to_spark
@@ -29,6 +31,28 @@ def commit(spark, writer, path: str, table, plan, source, request):
             raise
         source = _without_held_duplicates(spark, writer, table, list(plan.unique_key), source)
         return writer.commit(spark, path, table, plan, source, request)
+
+
+def check_before_child_tables(spark, writer, table, plan, source) -> None:
+    """The root's duplicate keys refused before any child table commits, as the root's commit would
+    refuse them (an insert-only source's duplicates of keys the table holds are no error): a load refused
+    leaves every table as it was."""
+    keys = plan.unique_key
+    if not keys or plan.operation is not Operation.MERGE:
+        return
+    try:
+        _check_unique(source, plan)
+    except DuplicateKeyError:
+        if plan.strategy != "insert-only" or table is None:
+            raise
+        _check_unique(_without_held_duplicates(spark, writer, table, list(keys), source), plan)
+
+
+def _check_unique(source, plan) -> None:
+    if isinstance(source, pa.Table):
+        unique_keys.check_arrow(source, plan)
+    else:
+        unique_keys.check_spark(source, plan)
 
 
 def _without_held_duplicates(spark, writer, table, keys: list[str], source):

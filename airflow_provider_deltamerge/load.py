@@ -254,6 +254,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "columns": load.schema.columns,
     }
     if load.nested is not None:
+        insert_only.check_before_child_tables(spark, writer, table, plan, source)
         metadata["tables"] = nested_load.commit_child_tables(spark, writer, load, table, plan, checkpoint)
     stream = app_id(request.pipeline, request.table, request.run, load_id)
     commit = CommitRequest(

@@ -8,7 +8,7 @@ import json
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import run_load
+from airflow_provider_deltamerge import DuplicateKeyError, run_load
 from tests.faults import InjectedFault
 
 TABLES = ("parent", "parent__child", "parent__child__grandchild")
@@ -116,6 +116,44 @@ def test_a_failure_before_any_commit_leaves_every_table_as_it_was(spark, dataset
         )
     assert {n: rows(dataset, n) for n in TABLES} == before
     assert [r["load_id"] for r in recorded(dataset)] == [first.load_id]
+
+
+@pytest.mark.parametrize("strategy", ["upsert", "insert-only"])
+def test_duplicate_keys_the_root_refuses_are_refused_before_any_child_table_commits(spark, dataset, strategy):
+    disposition = {"disposition": "merge", "strategy": strategy}
+    load(spark, dataset, write_disposition=disposition, primary_key="id")
+    before = {n: rows(dataset, n) for n in TABLES}
+    twice = [{"id": 5, "child": [{"bar": 50}]}, {"id": 5, "child": [{"bar": 51}]}]
+    with pytest.raises(DuplicateKeyError):
+        run_load(
+            twice,
+            spark=spark,
+            dataset=dataset,
+            table_name="parent",
+            write_disposition=disposition,
+            primary_key="id",
+        )
+    assert {n: rows(dataset, n) for n in TABLES} == before
+
+
+def test_insert_only_duplicates_of_a_held_key_add_no_child_rows(spark, dataset):
+    disposition = {"disposition": "merge", "strategy": "insert-only"}
+    load(spark, dataset, write_disposition=disposition, primary_key="id")
+    held_twice = [
+        {"id": 1, "child": [{"bar": 90}]},
+        {"id": 1, "child": [{"bar": 91}]},
+        {"id": 7, "child": [{"bar": 70}]},
+    ]
+    run_load(
+        held_twice,
+        spark=spark,
+        dataset=dataset,
+        table_name="parent",
+        write_disposition=disposition,
+        primary_key="id",
+    )
+    assert sorted(r["bar"] for r in rows(dataset, "parent__child")) == [1, 2, 3, 70]
+    assert sorted(r["id"] for r in rows(dataset, "parent")) == [1, 2, 7]
 
 
 CHANGED = [
