@@ -192,3 +192,42 @@ def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(
     for start, end in zip([0, *cuts], [*cuts, len(shuffled)], strict=True):
         load(spark, dataset, shuffled[start:end], columns={"name": {"data_type": "text"}})
     assert history(dataset) == model(events)
+
+
+def test_a_delete_event_closes_the_version_it_falls_into_and_opens_none(spark):
+    """Deletes are not taken from the arguments yet: staging flags them (HARD_DELETE_FLAG), and the
+    source closes the version a delete falls into at its sequence; a version closed before the next
+    one opens (the table's gap) ends at a delete that a late event cannot pass."""
+    from airflow_provider_deltamerge.plan.merge import HARD_DELETE_FLAG
+    from airflow_provider_deltamerge.plan.scd2_feed import FeedScope
+    from airflow_provider_deltamerge.spark.scd2_feed import versions_and_closes, versions_split
+
+    columns = "id long, name string, _dlt_valid_from long, _dlt_valid_to long"
+    target = spark.createDataFrame(
+        [(1, "a", 10, 20), (1, "b", 20, None), (2, "x", 10, 15)],  # 2 was deleted at 15
+        columns,
+    )
+    rows = spark.createDataFrame(
+        [
+            (1, None, 15, None, True),  # a late delete inside [10, 20): splits it, opens nothing
+            (1, "c", 25, None, False),  # closes b
+            (1, None, 30, None, True),  # closes c
+            (2, "y", 12, None, False),  # inside [10, 15): until the delete at 15
+            (2, "z", 17, None, False),  # after the delete: the current version
+        ],
+        f"{columns}, {HARD_DELETE_FLAG} boolean",
+    )
+    source = versions_and_closes(rows, target, FeedScope(("id",), "_dlt_valid_from", "_dlt_valid_to"))
+    shaped = {
+        (r["__action"], r["id"], r["name"], r["_dlt_valid_from"], r["_dlt_valid_to"], r["__retire_at"])
+        for r in source.collect()
+    }
+    assert shaped == {
+        ("retire", 1, None, 10, None, 15),
+        ("retire", 1, None, 20, None, 25),
+        ("insert", 1, "c", 25, 30, None),
+        ("retire", 2, None, 10, None, 12),
+        ("insert", 2, "y", 12, 15, None),
+        ("insert", 2, "z", 17, None, None),
+    }
+    assert versions_split(source) == 2
