@@ -54,8 +54,10 @@ def batch_versions(
     df = df.withColumn(ROW_ID, row_version_hash(df, settings)).withColumn(settings.valid_from, valid_from)
     if kept == SEQUENCE:
         df = df.drop(SEQUENCE)
-    following = Window.partitionBy(*_cols(merge_key)).orderBy(F.col(f"`{settings.valid_from}`"))
-    valid_to = F.lead(F.col(f"`{settings.valid_from}`")).over(following) if merge_key else F.lit(None)
+    valid_to = F.lit(None)
+    if all(c in df.columns for c in merge_key):  # an empty batch may lack them
+        following = Window.partitionBy(*_cols(merge_key)).orderBy(F.col(f"`{settings.valid_from}`"))
+        valid_to = F.lead(F.col(f"`{settings.valid_from}`")).over(following)
     df = df.withColumn(settings.valid_to, valid_to.cast(df.schema[settings.valid_from].dataType))
     if settings.active_column:
         df = df.withColumn(settings.active_column, F.col(f"`{settings.valid_to}`").isNull())

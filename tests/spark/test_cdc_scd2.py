@@ -231,3 +231,46 @@ def test_a_delete_event_closes_the_version_it_falls_into_and_opens_none(spark):
         ("insert", 2, "z", 17, None, None),
     }
     assert versions_split(source) == 2
+
+
+def test_a_late_event_load_failing_after_its_commit_is_finished_by_its_retry_not_applied_again(
+    spark, dataset, monkeypatch
+):
+    from airflow_provider_deltamerge import load as load_module
+
+    def run(try_number):
+        return {
+            "dag_id": "feed",
+            "task_id": "load",
+            "run_id": "r1",
+            "try_number": try_number,
+            "run_type": "manual",
+        }
+
+    load(spark, dataset, [{"id": 1, "seq": 10, "name": "a"}, {"id": 1, "seq": 30, "name": "c"}])
+    version = table_version(f"{dataset}/customers")
+
+    def fail_after_commit(step):
+        if step == "after_commit":
+            raise RuntimeError("the worker died")
+
+    monkeypatch.setattr(load_module, "checkpoint", fail_after_commit)
+    late = [{"id": 1, "seq": 20, "name": "b"}]
+    with pytest.raises(RuntimeError, match="the worker died"):
+        load(spark, dataset, late, run_context=run(1))
+    monkeypatch.setattr(load_module, "checkpoint", lambda step: None)
+    retried = load(spark, dataset, late, run_context=run(2))
+    assert table_version(f"{dataset}/customers") == version + 1 == retried.table_version
+    assert history(dataset) == [(1, "a", 10, 20), (1, "b", 20, 30), (1, "c", 30, None)]
+
+
+def test_timestamp_sequences_bound_versions_as_timestamps_and_an_empty_batch_changes_nothing(spark, dataset):
+    from datetime import datetime, timezone
+
+    day = [datetime(2024, 1, d, tzinfo=timezone.utc) for d in range(1, 4)]
+    load(spark, dataset, [{"id": 1, "seq": day[0], "name": "a"}, {"id": 1, "seq": day[2], "name": "c"}])
+    load(spark, dataset, [{"id": 1, "seq": day[1], "name": "b"}])
+    version = table_version(f"{dataset}/customers")
+    empty = load(spark, dataset, [])
+    assert table_version(f"{dataset}/customers") == version and empty.load_id is None
+    assert history(dataset) == [(1, "a", day[0], day[1]), (1, "b", day[1], day[2]), (1, "c", day[2], None)]
