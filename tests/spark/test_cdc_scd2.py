@@ -174,12 +174,12 @@ EVENTS = st.lists(
         {"id": st.integers(0, 1), "seq": st.integers(0, 20), "name": st.sampled_from(["a", "b", "c", None])}
     ),
     min_size=4,
-    max_size=10,
+    max_size=8,
 ).map(lambda events: list({(e["id"], e["seq"]): e for e in events}.values()))  # one event per key and seq
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
-@given(events=EVENTS, batches=st.integers(2, 4), seed=st.integers(0, 2**16))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(events=EVENTS, batches=st.integers(2, 3), seed=st.integers(0, 2**16))
 def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(
     spark, tmp_path_factory, events, batches, seed
 ):
