@@ -34,11 +34,12 @@ from .delta.writer import CommitRequest, TableLayout
 from .errors import ConfigError, ConflictError, LoadNotRecordedError
 from .load_info import LoadInfo
 from .plan import reruns
-from .plan.merge import Operation, plan_load
+from .plan.merge import Operation, SourceShape, plan_load
 from .plan.pruning import bounded
 from .spark.extract import check_data, source_reader
 from .spark.python_rows import extracted
 from .spark.scd2 import stage_scd2
+from .spark.scd2_feed import stage_scd2_events, versions_split
 from .spark.schema import align_to_table
 from .spark.schema_steps import shape_to_schema, stored_column_schema
 from .spark.stage import shape_source, stage_batch
@@ -266,6 +267,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         source_bytes=staged.arrow_bytes or None,
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
+    split = _versions_split(request, plan, source)
     checkpoint("commit")
     result = insert_only.commit(spark, writer, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
@@ -274,7 +276,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
         **result.metrics,
-        **event_metrics(request.hints.sequence_by, staged.rows_extracted, result.metrics),
+        **event_metrics(request.hints.sequence_by, staged.rows_extracted, result.metrics, split),
         **base_metrics,
         "load_id": load_id,
         "table_version": result.version,
@@ -299,6 +301,13 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("record", "load %s recorded in %s", load_id, store.LOADS_TABLE)
     log.debug("load %s metrics: %s", load_id, metrics)
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
+
+
+def _versions_split(request: LoadRequest, plan, source) -> int | None:
+    """For scd2 of change events, the closed versions the commit splits (None for other loads)."""
+    if request.disposition.scd2 is None or not request.hints.sequence_by:
+        return None
+    return versions_split(source) if plan.source is SourceShape.SCD2_EVENTS else 0
 
 
 def _replace_where(writer, load: _StagedLoad):
@@ -358,6 +367,8 @@ def _partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
 
 def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None):
     """The staged batch aligned to the table as it is now, and the plan of its commit."""
+    if request.disposition.scd2 is not None and request.hints.sequence_by:
+        return stage_scd2_events(staged, request, table, load_id)
     if request.disposition.scd2 is not None:
         return stage_scd2(staged, request, table, load_id)
     plan = plan_load(

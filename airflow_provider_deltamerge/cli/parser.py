@@ -180,7 +180,10 @@ def _add_load(load: argparse.ArgumentParser) -> None:
     semantics.add_argument("--primary-key", type=key_list, metavar="COLUMNS", help="comma-separated")
     semantics.add_argument("--merge-key", type=key_list, metavar="COLUMNS", help="comma-separated")
     semantics.add_argument(
-        "--sequence-by", type=key_list, metavar="COLUMNS", help="upsert of change events: what orders them"
+        "--sequence-by",
+        type=key_list,
+        metavar="COLUMNS",
+        help="upsert or scd2 of change events: what orders them",
     )
     semantics.add_argument("--column-list", type=key_list, metavar="COLUMNS", help="event columns stored")
     semantics.add_argument(

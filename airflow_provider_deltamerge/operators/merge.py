@@ -81,7 +81,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param primary_key: column or columns of the primary key.
     :param merge_key: column or columns of the merge key.
     :param sequence_by: for an upsert of change events, the column (or columns, compared in order) that
-        orders them: the newest event per key wins, an event older than the row is skipped (docs/CDC.md).
+        orders them: the newest event per key wins, an event older than the row is skipped; for scd2 (one
+        column), every event is a version of its merge key, valid until the next event's (docs/CDC.md).
     :param column_list: with sequence_by, the event columns that become table columns, or
     :param except_column_list: the event columns that do not (an op code, a log position).
     :param columns: dlt's column schema: hints and data types per column, e.g.

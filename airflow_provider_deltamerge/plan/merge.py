@@ -35,6 +35,7 @@ class SourceShape(str, Enum):
     DELETE_KEYS_AND_ROWS = "delete_keys_and_rows"  # distinct staged keys as 'delete' rows + 'insert' rows
     TARGET_KEYS_AND_ROWS = "target_keys_and_rows"  # target keys matching pk OR mk as 'delete' rows + rows
     SCD2_ROWS_AND_RETIRES = "scd2_rows_and_retires"  # scd2 'insert' rows + target versions as 'retire' rows
+    SCD2_EVENTS = "scd2_events"  # scd2 of change events: new versions + target versions closed earlier
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class MergePlan:
     helper_columns: tuple[str, ...] = ()  # source columns that never reach the table
     replace_where: Expr | None = None  # OVERWRITE only: replace just the rows matching this
     reason: str = ""  # one line for the log: why this plan
-    retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire
+    retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire;
+    #                               SCD2_EVENTS: scd2_feed.FeedScope, the versions events fall into
     cluster_by: tuple[str, ...] = ()  # WRITE / OVERWRITE: lay rows out in files ordered by these columns
     unique_key: tuple[str, ...] = ()  # the source must hold each value of these at most once; the writer
     #                                   refuses it otherwise, before committing
@@ -65,7 +67,11 @@ class MergePlan:
 
     @property
     def needs_target_read(self) -> bool:
-        return self.source in (SourceShape.TARGET_KEYS_AND_ROWS, SourceShape.SCD2_ROWS_AND_RETIRES)
+        return self.source in (
+            SourceShape.TARGET_KEYS_AND_ROWS,
+            SourceShape.SCD2_ROWS_AND_RETIRES,
+            SourceShape.SCD2_EVENTS,
+        )
 
 
 def key_helpers(columns: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Staging of change events (`sequence_by`, spec/cdc.py): the newest event per key, its sequence kept.
+"""Staging of change events (`sequence_by`, spec/cdc.py): the newest event per key (upsert) or every
+event (scd2), its sequence kept.
 
 Two events of one key at one sequence cannot be ordered: identical ones (an event delivered twice) are
 one event, different ones are refused, naming them. Null sequences are refused by the key checks of
@@ -49,6 +50,17 @@ def newest_event_per_key(df: DataFrame, primary_key: tuple[str, ...], sequence: 
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
         newest = newest.withColumn(kept, F.col(column))
     return newest
+
+
+def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ...]) -> DataFrame:
+    """Each event once (identical events at one key and sequence are one, `check_ordered_events`), its
+    sequence kept in the system columns as `newest_event_per_key` keeps it."""
+    order = [F.col(INPUT_ORDER).asc()]
+    ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*key, *sequence).orderBy(*order)))
+    events = ranked.filter(F.col(RANK) == 1).drop(RANK)
+    for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
+        events = events.withColumn(kept, F.col(column))
+    return events
 
 
 def event_columns(df: DataFrame, hints: TableHints) -> DataFrame:

@@ -21,10 +21,12 @@ from pyspark.sql import functions as F
 from ..errors import NullKeyError, PartitionValueError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
 from ..plan.pruning import KeyRange
+from ..spec.cdc import event_key
 from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
 from . import cdc, frames, partition_values, profile
 from .scd2 import rows_and_retires
+from .scd2_feed import versions_and_closes
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,7 @@ def stage_batch(
         counted = profile.aggregated(df, profile.null_counts(df, key_columns))
         raw_profile = lambda: counted  # noqa: E731
     if hints.sequence_by:  # refused before the pass: two different events of a key at one sequence
-        cdc.check_ordered_events(df, hints.primary_key, hints.sequence_by)
+        cdc.check_ordered_events(df, event_key(disposition, hints), hints.sequence_by)
     staged = _prepared(df, disposition, hints, load_id)
     ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
     aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
@@ -133,7 +135,9 @@ def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, l
     """The preparation rules in their order, lazily: dedup, hard-delete flags, system columns."""
     if _dedups(disposition, hints):
         df = frames.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)
-    if hints.sequence_by:
+    if hints.sequence_by and disposition.strategy == "scd2":  # every event a version (spark/scd2_feed.py)
+        df = cdc.event_columns(cdc.distinct_events(df, hints.merge_key, hints.sequence_by), hints)
+    elif hints.sequence_by:
         df = cdc.event_columns(cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by), hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
@@ -154,6 +158,8 @@ def shape_source(staged: DataFrame, plan: MergePlan, target_keys: DataFrame | No
         return staged
     if plan.source is SourceShape.SCD2_ROWS_AND_RETIRES:
         return rows_and_retires(staged, target_keys, plan.retire)
+    if plan.source is SourceShape.SCD2_EVENTS:
+        return versions_and_closes(staged, target_keys, plan.retire)
     rows = unflagged_rows(staged).withColumn(ACTION, F.lit("insert"))
     if plan.source is SourceShape.DELETE_KEYS_AND_ROWS:
         keys = staged.select(*plan.delete_keys).distinct()

@@ -3,7 +3,8 @@
 An upsert given `sequence_by` applies events, not rows: within a batch the newest event per primary key
 wins, and against the table an event applies only if it is newer than the sequence the table holds for
 its key. The table keeps that sequence in system columns (SEQUENCE, then SEQUENCE_2, ... for a sequence
-of several columns, compared in order); see docs/CDC.md.
+of several columns, compared in order). scd2 given `sequence_by` keeps every event as a version of its
+merge key, valid from its sequence until the next event's (plan/scd2_feed.py); see docs/CDC.md.
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ from .checks import key_tuple
 from .naming import SYSTEM_PREFIX
 from .options import TableHints, WriteDisposition
 
+# scd2 options that set a validity boundary or a version of their own, which the events' sequence sets
+FEED_SCD2_REFUSED = (
+    "boundary_timestamp",
+    "boundary_column",
+    "active_record_timestamp",
+    "row_version_column_name",
+)
 SEQUENCE = SYSTEM_PREFIX + "_sequence"  # the sequence of the event a row was last changed by
 
 
@@ -35,19 +43,28 @@ def check_column_list(argument: str, value: Any) -> list[str] | None:
     return list(names) if names else None
 
 
+def event_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ...]:
+    """The key whose events `sequence_by` orders: an scd2 table's merge key (its natural key, which
+    versions share), else the primary key."""
+    return hints.merge_key if disposition.strategy == "scd2" else hints.primary_key
+
+
 def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
     """Refuse `sequence_by` (and the options of change events) where they have no meaning (or a
     meaning not built yet), saying why."""
-    _check_column_lists(hints)
+    _check_column_lists(hints, event_key(disposition, hints), _key_name(disposition))
     sequence = hints.sequence_by
     if not sequence:
         return
-    if disposition.disposition != "merge" or disposition.strategy != "upsert":
+    if disposition.disposition != "merge" or disposition.strategy not in ("upsert", "scd2"):
         raise ConfigError(
             "sequence_by",
-            f"orders the events an upsert applies by key; write disposition {disposition.label!r} does not "
-            "apply events by key. Use write_disposition={'disposition': 'merge', 'strategy': 'upsert'}",
+            f"orders the events an upsert or an scd2 merge applies by key; write disposition "
+            f"{disposition.label!r} does not apply events by key. Use write_disposition="
+            "{'disposition': 'merge', 'strategy': 'upsert'} (or 'scd2', to keep every version)",
         )
+    if disposition.strategy == "scd2":
+        _check_scd2_events(disposition, hints)
     if hints.hard_delete:
         raise ConfigError(
             "sequence_by",
@@ -55,36 +72,77 @@ def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
             "not be remembered, so a late, older event would bring it back and the result would depend "
             "on arrival order. Load deletes without sequence_by",
         )
-    taken = [c for c in sequence if c in hints.primary_key]
+    key = event_key(disposition, hints)
+    taken = [c for c in sequence if c in key]
     if taken:
         raise ConfigError(
             "sequence_by",
-            f"column(s) {taken} are in the primary key; one key's events cannot be ordered by the key. "
-            "Name the column(s) that order the events (a log position, a change timestamp)",
+            f"column(s) {taken} are in the {_key_name(disposition)}; one key's events cannot be ordered by "
+            "the key. Name the column(s) that order the events (a log position, a change timestamp)",
         )
 
 
-def event_metrics(sequence: tuple[str, ...], events: int, commit_metrics: dict) -> dict[str, int]:
-    """What a load of `events` change events did: applied (inserted or updated a row), or skipped as
-    stale (older than, or the same as, the newest event of its key in the batch or the table)."""
+def _check_scd2_events(disposition: WriteDisposition, hints: TableHints) -> None:
+    """scd2 of change events: versions of a merge key, bounded by one sequence column's values."""
+    if not hints.merge_key:
+        raise ConfigError(
+            "merge_key",
+            "is needed by scd2 with sequence_by: the events are versions of their merge key (the natural "
+            "key; scd2 ignores primary_key). Set merge_key to the key of the change feed",
+        )
+    if len(hints.sequence_by) > 1:
+        raise ConfigError(
+            "sequence_by",
+            f"{list(hints.sequence_by)} has several columns, but an scd2 version's validity bounds "
+            "(_dlt_valid_from / _dlt_valid_to) hold one sequence value. Give one column that orders the "
+            "events (a log position, or a timestamp whose values differ for one key's events)",
+        )
+    given = [o for o in FEED_SCD2_REFUSED if getattr(disposition.scd2, o, None) is not None]
+    if given:
+        raise ConfigError(
+            given[0],
+            "cannot be combined with sequence_by: with change events a version is valid from its event's "
+            "sequence until the next event's, and the current version's valid_to is null. Remove it",
+        )
+
+
+def event_metrics(
+    sequence: tuple[str, ...], events: int, commit_metrics: dict, versions_split: int | None = None
+) -> dict[str, int]:
+    """What a load of `events` change events did: applied (inserted or updated a row; for scd2,
+    inserted a version), or skipped as stale (older than, or the same as, the newest event of its key
+    in the batch or the table; for scd2, a version the table holds already). `versions_split`, for scd2
+    only: versions of the table closed earlier because a late event fell into them."""
     if not sequence:
         return {}
-    applied = sum(int(commit_metrics.get(k) or 0) for k in ("numTargetRowsInserted", "numTargetRowsUpdated"))
-    return {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
+    changed = (
+        ("numTargetRowsInserted",)
+        if versions_split is not None
+        else ("numTargetRowsInserted", "numTargetRowsUpdated")
+    )
+    applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
+    metrics = {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
+    if versions_split is not None:
+        metrics["numVersionsSplit"] = versions_split
+    return metrics
 
 
-def _check_column_lists(hints: TableHints) -> None:
+def _key_name(disposition: WriteDisposition) -> str:
+    return "merge key" if disposition.strategy == "scd2" else "primary key"
+
+
+def _check_column_lists(hints: TableHints, key: tuple[str, ...], key_name: str) -> None:
     given = [a for a in ("column_list", "except_column_list") if getattr(hints, a)]
     for argument in given:
         if not hints.sequence_by:
             raise ConfigError(argument, "selects the columns of change events: give sequence_by too")
     if len(given) == 2:
         raise ConfigError("except_column_list", "give column_list or except_column_list, not both")
-    lacking = [c for c in hints.primary_key if hints.column_list and c not in hints.column_list]
+    lacking = [c for c in key if hints.column_list and c not in hints.column_list]
     if lacking:
-        raise ConfigError("column_list", f"lacks the primary key column(s) {lacking}; rows are found by them")
-    excluded = [c for c in hints.primary_key if c in hints.except_column_list]
+        raise ConfigError("column_list", f"lacks the {key_name} column(s) {lacking}; rows are found by them")
+    excluded = [c for c in key if c in hints.except_column_list]
     if excluded:
         raise ConfigError(
-            "except_column_list", f"names primary key column(s) {excluded}; rows are found by them"
+            "except_column_list", f"names {key_name} column(s) {excluded}; rows are found by them"
         )

@@ -109,6 +109,18 @@ def test_scd2_options_become_the_write_disposition():
     }
 
 
+def test_the_scd2_operator_takes_a_change_feed_and_refuses_what_bounds_versions_otherwise():
+    op = DeltaScd2Operator(
+        task_id="dim", merge_key="id", sequence_by="lsn", except_column_list=["op"], **BASE
+    )
+    request = op.build_request(context())
+    assert (request.disposition.strategy, request.hints.merge_key) == ("scd2", ("id",))
+    assert (request.hints.sequence_by, request.hints.except_column_list) == (("lsn",), ("op",))
+    feed = DeltaScd2Operator(task_id="dim", merge_key="id", sequence_by="lsn", boundary_column="at", **BASE)
+    with pytest.raises(AirflowFailException, match="boundary_column: cannot be combined with sequence_by"):
+        feed.build_request(context())
+
+
 def test_target_is_declared_as_outlet_asset():
     op = merge_op(table_name="FlightLegs")
     assert op.outlets == [Asset(uri="file:///lake/demo/flight_legs")]

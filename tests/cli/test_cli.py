@@ -395,6 +395,14 @@ def test_the_console_script_runs_the_command(shop):
         ),
         ((), {"max_table_nesting": None}),
         (("--max-table-nesting", "0"), {"max_table_nesting": 0}),
+        (
+            ("--strategy", "scd2", "--merge-key", "id", "--sequence-by", "lsn", "--except-column-list", "op"),
+            {
+                "write_disposition": {"disposition": "merge", "strategy": "scd2"},
+                "sequence_by": ["lsn"],
+                "except_column_list": ["op"],
+            },
+        ),
     ],
 )
 def test_load_options_become_the_requests_arguments(args, expected):

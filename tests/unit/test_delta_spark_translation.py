@@ -51,6 +51,7 @@ from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation, plan_load
 from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded
 from airflow_provider_deltamerge.plan.scd2 import Scd2Settings, plan_scd2
+from airflow_provider_deltamerge.plan.scd2_feed import plan_scd2_events
 from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 
 UTC = timezone.utc
@@ -230,6 +231,21 @@ def test_scd2_with_merge_key_retires_via_helper_rows_and_inserts_without_helpers
             "whenMatchedUpdate",
             "condition=\"s.`__action` = 'retire'\"",
             "set={'`_dlt_valid_to`': 's.`__retire_at`', '`is_active`': 'FALSE'}",
+        ),
+        ("whenNotMatchedInsert", IS_INSERT_ROW, f"values={copies(data)!r}"),
+    ]
+
+
+def test_scd2_of_events_finds_versions_by_key_and_valid_from_closes_them_and_inserts_without_helpers():
+    plan = plan_scd2_events(Scd2Settings(), ("id",), table_exists=True, batch_empty=False)
+    data = ["id", "value", "_dlt_load_id", "_dlt_id", "_dlt_valid_from", "_dlt_valid_to"]
+    calls = builder_calls(plan, data + ["__action", "__retire_at", "__split"])
+    assert calls[1][2] == "(t.`id` = s.`id`) AND (t.`_dlt_valid_from` = s.`_dlt_valid_from`)"
+    assert calls[3:] == [
+        (
+            "whenMatchedUpdate",
+            "condition=\"s.`__action` = 'retire'\"",
+            "set={'`_dlt_valid_to`': 's.`__retire_at`'}",
         ),
         ("whenNotMatchedInsert", IS_INSERT_ROW, f"values={copies(data)!r}"),
     ]

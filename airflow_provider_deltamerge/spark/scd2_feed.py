@@ -1,0 +1,136 @@
+"""scd2 of change events in Spark: the batch's events as versions, and the MERGE source that inserts
+them into a key's history and closes the versions they fall into (rules: plan/scd2_feed.py).
+
+A staged row flagged as a delete (HARD_DELETE_FLAG, true where the event deletes its key) is a point of
+the history that opens no version: the version it falls into ends at its sequence. Nothing flags rows
+yet; a condition that says which events are deletes sets the flag in staging.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..plan.merge import ACTION, HARD_DELETE_FLAG
+from ..plan.scd2 import RETIRE_AT, Scd2Settings
+from ..plan.scd2_feed import SPLIT, FeedScope, plan_scd2_events
+from ..spec.cdc import SEQUENCE
+from ..spec.naming import HELPER_PREFIX, ROW_ID
+from .frames import materialize
+from .scd2 import check_batch, check_table, row_version_hash
+from .schema import align_to_table
+
+POINT = HELPER_PREFIX + "point"  # a sequence where a key's history changes: a version opens or ends
+KIND = HELPER_PREFIX + "kind"  # what happens there (ordered: an end before a version opening there)
+OLD_TO = HELPER_PREFIX + "old_to"  # a table version's valid_to before this load
+NEXT = HELPER_PREFIX + "next"  # the next point of the key: where the version opened here ends
+END, VERSION, EVENT = 0, 1, 2  # KIND: a delete, a table version, a new event's version
+
+
+def stage_scd2_events(staged, request, snapshot, load_id: str) -> tuple:
+    """(staged batch, plan) of an scd2 load of change events: the events as versions, valid until the
+    next event of their key in the batch, aligned to the table. `staged` is a `stage.StagedBatch`."""
+    settings = Scd2Settings.from_options(request.disposition.scd2)
+    merge_key = request.hints.merge_key
+    plan = plan_scd2_events(settings, merge_key, table_exists=snapshot is not None, batch_empty=staged.empty)
+    schema = snapshot.schema if snapshot is not None else None
+    if snapshot is not None and not staged.empty:
+        check_table(schema, settings, merge_key, request.table)
+    check_batch(staged.df, settings)
+    versions = batch_versions(staged.df, settings, merge_key, request.hints.sequence_by[0])
+    aligned = align_to_table(versions, schema, request.table, keep=(HARD_DELETE_FLAG,))
+    return dataclasses.replace(staged, df=aligned), plan
+
+
+def batch_versions(
+    df: DataFrame, settings: Scd2Settings, merge_key: tuple[str, ...], sequence: str
+) -> DataFrame:
+    """Each event as a version: its hash in `_dlt_id`, valid from its sequence until the next event of
+    its key in the batch (a delete's too), the active flag where asked for."""
+    kept = SEQUENCE if SEQUENCE in df.columns else sequence if sequence in df.columns else None
+    valid_from = F.col(kept) if kept is not None else F.lit(None)
+    df = df.withColumn(ROW_ID, row_version_hash(df, settings)).withColumn(settings.valid_from, valid_from)
+    if kept == SEQUENCE:
+        df = df.drop(SEQUENCE)
+    valid_to = F.lit(None)
+    if all(c in df.columns for c in merge_key):  # an empty batch may lack them
+        following = Window.partitionBy(*_cols(merge_key)).orderBy(F.col(f"`{settings.valid_from}`"))
+        valid_to = F.lead(F.col(f"`{settings.valid_from}`")).over(following)
+    df = df.withColumn(settings.valid_to, valid_to.cast(df.schema[settings.valid_from].dataType))
+    if settings.active_column:
+        df = df.withColumn(settings.active_column, F.col(f"`{settings.valid_to}`").isNull())
+    return df
+
+
+def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) -> DataFrame:
+    """The MERGE source: an 'insert' row per new event (a non-delete event at a sequence where the
+    table holds no version of its key), valid until the next point of its key in the batch or the table;
+    a 'retire' row per table version whose end moves earlier (SPLIT where it was closed already).
+    Computed once (materialised), so the commit and the metrics see the same rows."""
+    keys = list(scope.merge_key)
+    at = [*keys, scope.valid_from]
+    deletes = F.col(HARD_DELETE_FLAG) if HARD_DELETE_FLAG in rows.columns else F.lit(False)
+    versions = target.join(rows.select(*_cols(keys)).distinct(), on=keys, how="left_semi")
+    new = rows.join(versions.select(*_cols(at)), on=at, how="left_anti")  # not delivered before
+    points = _table_points(versions, scope).unionByName(
+        new.select(
+            *_cols(keys),
+            F.col(f"`{scope.valid_from}`").alias(POINT),
+            F.when(deletes, F.lit(END)).otherwise(F.lit(EVENT)).alias(KIND),
+            F.lit(None).cast(versions.schema[scope.valid_to].dataType).alias(OLD_TO),
+        )
+    )
+    order = Window.partitionBy(*_cols(keys)).orderBy(F.col(POINT), F.col(KIND))
+    points = points.withColumn(NEXT, F.lead(F.col(POINT)).over(order))
+    retired = points.filter((F.col(KIND) == VERSION) & ~F.col(OLD_TO).eqNullSafe(F.col(NEXT))).select(
+        *_cols(keys),
+        F.col(POINT).alias(scope.valid_from),
+        F.col(NEXT).alias(RETIRE_AT),
+        F.col(OLD_TO).isNotNull().alias(SPLIT),
+        F.lit("retire").alias(ACTION),
+    )
+    ends = points.filter(F.col(KIND) == EVENT).select(
+        *_cols(keys), F.col(POINT).alias(scope.valid_from), NEXT
+    )
+    inserts = new.filter(~deletes).drop(HARD_DELETE_FLAG, scope.valid_to).join(ends, on=at, how="inner")
+    inserts = inserts.withColumnRenamed(NEXT, scope.valid_to)
+    if scope.active_column:
+        inserts = inserts.withColumn(scope.active_column, F.col(f"`{scope.valid_to}`").isNull())
+    inserts = inserts.select(
+        *(F.col(f"`{c}`") for c in rows.columns if c != HARD_DELETE_FLAG),
+        F.lit("insert").alias(ACTION),
+        F.lit(None).cast(retired.schema[RETIRE_AT].dataType).alias(RETIRE_AT),
+        F.lit(False).alias(SPLIT),
+    )
+    return materialize(inserts.unionByName(retired, allowMissingColumns=True))
+
+
+def versions_split(source: DataFrame) -> int:
+    """How many closed table versions the source closes earlier (late events split them)."""
+    return source.filter(F.col(SPLIT)).count() if SPLIT in source.columns else 0
+
+
+def _table_points(versions: DataFrame, scope: FeedScope) -> DataFrame:
+    """The table's versions of the batch's keys as points, and the deletes their gaps imply: a version
+    closed before the next one opens (or closed, and the last) ends at a delete."""
+    keys = list(scope.merge_key)
+    valid_from, valid_to = F.col(f"`{scope.valid_from}`"), F.col(f"`{scope.valid_to}`")
+    following = Window.partitionBy(*_cols(keys)).orderBy(valid_from)
+    versions = versions.withColumn(NEXT, F.lead(valid_from).over(following))
+    opened = versions.select(
+        *_cols(keys), valid_from.alias(POINT), F.lit(VERSION).alias(KIND), valid_to.alias(OLD_TO)
+    )
+    gap = valid_to.isNotNull() & ~valid_to.eqNullSafe(F.col(NEXT))
+    ended = versions.filter(gap).select(
+        *_cols(keys),
+        valid_to.cast(versions.schema[scope.valid_from].dataType).alias(POINT),
+        F.lit(END).alias(KIND),
+        F.lit(None).cast(versions.schema[scope.valid_to].dataType).alias(OLD_TO),
+    )
+    return opened.unionByName(ended)
+
+
+def _cols(names) -> list[Column]:
+    return [F.col(f"`{n}`") for n in names]
