@@ -124,6 +124,8 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "sequence_by": args.sequence_by or None,
         "column_list": args.column_list or None,
         "except_column_list": args.except_column_list or None,
+        "apply_as_deletes": args.apply_as_deletes,
+        **({"tombstone_retention": args.tombstone_retention} if args.tombstone_retention is not None else {}),
         "columns": args.columns,
         "schema_contract": args.schema_contract,
         "incremental": _incremental(args.incremental, args.initial_value),

@@ -4,10 +4,16 @@ An upsert given `sequence_by` applies events, not rows: within a batch the newes
 wins, and against the table an event applies only if it is newer than the sequence the table holds for
 its key. The table keeps that sequence in system columns (SEQUENCE, then SEQUENCE_2, ... for a sequence
 of several columns, compared in order); see docs/CDC.md.
+
+`apply_as_deletes` marks delete events (a SQL condition over an event). A delete that is the newest event
+of its key removes the row, and the key is remembered with the delete's sequence (a tombstone, kept in a
+companion table for `tombstone_retention` seconds) so that an older event arriving later does not bring
+the key back: an event applies only where it is newer than both the row and the key's tombstone.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from ..errors import ConfigError
@@ -16,6 +22,12 @@ from .naming import SYSTEM_PREFIX
 from .options import TableHints, WriteDisposition
 
 SEQUENCE = SYSTEM_PREFIX + "_sequence"  # the sequence of the event a row was last changed by
+TOMBSTONES_PREFIX = SYSTEM_PREFIX + "_tombstones_"  # + table name: the table's companion of tombstones
+TOMBSTONE_LOAD_ID = SYSTEM_PREFIX + "_load_id"  # the load that wrote a tombstone
+TOMBSTONE_WRITTEN_AT = (
+    SYSTEM_PREFIX + "_written_at"
+)  # when it was written (UTC): its retention counts from it
+DEFAULT_TOMBSTONE_RETENTION = int(timedelta(days=7).total_seconds())  # Delta's default log retention too
 
 
 def check_sequence_by(value: Any) -> list[str] | None:
@@ -35,10 +47,38 @@ def check_column_list(argument: str, value: Any) -> list[str] | None:
     return list(names) if names else None
 
 
+def check_condition(argument: str, value: Any) -> str | None:
+    """`apply_as_deletes` / `apply_as_truncates`: a SQL condition over an event, or None. Whether it
+    parses and names columns the events have is checked on the batch (spark/cdc.py)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(argument, f"{value!r} is not a SQL condition; give one such as \"op = 'D'\"")
+    return value.strip()
+
+
+def check_tombstone_retention(value: Any) -> int:
+    """How long a deleted key is remembered: seconds (a number or a timedelta), at least one second."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+        raise ConfigError(
+            "tombstone_retention",
+            f"{value!r} is not a duration: give seconds (at least 1) or a datetime.timedelta",
+        )
+    return int(value)
+
+
+def tombstones_table(table: str) -> str:
+    """The name of the table's companion table of tombstones, beside it in the dataset."""
+    return TOMBSTONES_PREFIX + table
+
+
 def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
     """Refuse `sequence_by` (and the options of change events) where they have no meaning (or a
     meaning not built yet), saying why."""
     _check_column_lists(hints)
+    _check_event_conditions(hints)
     sequence = hints.sequence_by
     if not sequence:
         return
@@ -64,13 +104,43 @@ def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
         )
 
 
-def event_metrics(sequence: tuple[str, ...], events: int, commit_metrics: dict) -> dict[str, int]:
-    """What a load of `events` change events did: applied (inserted or updated a row), or skipped as
-    stale (older than, or the same as, the newest event of its key in the batch or the table)."""
-    if not sequence:
+def event_metrics(hints: TableHints, events: int, commit_metrics: dict) -> dict[str, int]:
+    """What a load of `events` change events did: applied (inserted, updated or deleted a row), or
+    skipped as stale (older than, or the same as, the newest event of its key in the batch, the row the
+    table holds or the key's tombstone; a delete of a key the table does not hold changes no row and
+    counts here, though its tombstone is written). With apply_as_deletes: the rows deleted."""
+    if not hints.sequence_by:
         return {}
-    applied = sum(int(commit_metrics.get(k) or 0) for k in ("numTargetRowsInserted", "numTargetRowsUpdated"))
-    return {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
+    changed = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+    applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
+    metrics = {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
+    if hints.apply_as_deletes:
+        metrics["numEventsDeleted"] = int(commit_metrics.get("numTargetRowsDeleted") or 0)
+    return metrics
+
+
+def _check_event_conditions(hints: TableHints) -> None:
+    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; truncates: not built."""
+    if hints.apply_as_truncates:
+        raise ConfigError(
+            "apply_as_truncates",
+            "is not built yet: truncate events are not applied. Load the events without it (and truncate "
+            "the table with a replace load where needed)",
+        )
+    if not hints.apply_as_deletes:
+        return
+    if not hints.sequence_by:
+        raise ConfigError(
+            "apply_as_deletes",
+            "marks delete events, which are ordered against later-arriving older events by their "
+            "sequence: give sequence_by too (without it, use the hard_delete column hint)",
+        )
+    if hints.hard_delete:
+        raise ConfigError(
+            "apply_as_deletes",
+            f"and the hard_delete hint on {hints.hard_delete!r} both mark deletes; give apply_as_deletes "
+            "alone, e.g. apply_as_deletes=\"op = 'D'\"",
+        )
 
 
 def _check_column_lists(hints: TableHints) -> None:
