@@ -14,9 +14,9 @@ from airflow.providers.common.compat.sdk import AirflowFailException, Asset, Ass
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
 from ..hooks.storage import storage_options_for
+from ..spec.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..spec.contract import tightened
 from ..spec.naming import table_uri
-from ..spec.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
 from .context import (
     check_overridable,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-
 from pyspark.sql import types as T
 
 from ..errors import ConfigError, MissingKeyColumnError, SequenceError
