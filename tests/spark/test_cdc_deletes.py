@@ -12,7 +12,7 @@ import time
 
 import pytest
 from deltalake import DeltaTable
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, staged_arrow
@@ -202,8 +202,19 @@ EVENTS = st.lists(
 ).map(lambda events: list({(e["id"], e["seq"]): e for e in events}.values()))  # one event per key and seq
 
 
+# Delivered as [U2 D5 D5 U3], [U1], [D4], [D4] (seed 1): the late U1 of a deleted key, a replay.
+LATE_AFTER_DELETE = [
+    event(1, 1, "a"),
+    event(1, 5, op="D"),
+    event(1, 3, "b"),
+    event(2, 2, "c"),
+    event(2, 4, op="D"),
+]
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 4), seed=st.integers(0, 2**16))
+@example(events=LATE_AFTER_DELETE, batches=3, seed=1)
 def test_the_table_depends_only_on_the_events_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
