@@ -43,7 +43,9 @@ class TombstoneRead:
             return []
         others = sorted(completed - {load_id})
         counts = pc.and_(
-            pc.is_in(self.rows[TOMBSTONE_LOAD_ID], value_set=pa.array(others, pa.string())),
+            pc.is_in(
+                pc.cast(self.rows[TOMBSTONE_LOAD_ID], pa.string()), value_set=pa.array(others, pa.string())
+            ),
             pc.greater_equal(self.rows[TOMBSTONE_WRITTEN_AT], pa.scalar(cutoff, pa.timestamp("us", "UTC"))),
         )
         kept = self.rows.filter(pc.fill_null(counts, False))
