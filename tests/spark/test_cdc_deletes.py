@@ -152,13 +152,15 @@ def test_a_load_planned_before_another_deleted_its_key_does_not_bring_the_key_ba
             raced["load"] = load(spark, dataset, [event(7, 5, op="D")])
 
     monkeypatch.setattr(load_module, "checkpoint", between_read_and_commit)
-    late = load(spark, dataset, [event(7, 3, "older than the delete")])
+    late = load(spark, dataset, [event(7, 3, "older than the delete"), event(1, 9, op="D")])
     monkeypatch.setattr(load_module, "checkpoint", original)
     assert raced["load"].metrics["numTombstonesWritten"] == 1
-    assert rows(dataset) == {1: event(1, 1, "ann")}
-    assert late.metrics["numEventsSkippedStale"] == 1
-    load(spark, dataset, [event(7, 3, "older than the delete")])
-    assert rows(dataset) == {1: event(1, 1, "ann")}
+    assert rows(dataset) == {}
+    assert (late.metrics["numEventsSkippedStale"], late.metrics["numEventsDeleted"]) == (1, 1)
+    # its tombstone, written by both attempts of the load, is there once
+    assert tombstones(dataset) == {1: [(9, late.load_id)], 7: [(5, raced["load"].load_id)]}
+    load(spark, dataset, [event(7, 3, "older than the delete"), event(1, 2, "older than its delete")])
+    assert rows(dataset) == {}
 
 
 @pytest.mark.parametrize(
