@@ -86,9 +86,10 @@ def history(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def tables(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The dataset's tables, then its own (`_dlt_loads`, `_dlt_pipeline_state`)."""
+    """The dataset's tables, then its own (`_dlt_loads`, `_dlt_pipeline_state`, the tables' tombstones)."""
     dataset = Dataset(args.dataset, args.storage_option)
-    names = [*dataset.table_names(dataset.store().loads), *SYSTEM_TABLES]
+    data = dataset.table_names(dataset.store().loads)
+    names = [*data, *SYSTEM_TABLES, *dataset.companion_tables(data)]
     found = ((name, dataset.table(name)) for name in names)
     return [describe_table(name, table) for name, table in found if table is not None]
 

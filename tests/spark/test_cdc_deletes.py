@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, staged_arrow
 from airflow_provider_deltamerge import load as load_module
+from tests.cli.test_cli import as_json
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import table_version
 from tests.spark.test_cdc import load as load_events
@@ -88,6 +89,16 @@ def test_a_delete_of_a_key_the_table_lacks_is_remembered_within_a_batch_and_acro
     assert rows(dataset) == {}
     load(spark, dataset, [event(9, 7, "newer")])
     assert rows(dataset) == {9: event(9, 7, "newer")}
+
+
+def test_the_tables_command_lists_the_tombstone_table_as_the_datasets_own(spark, dataset):
+    load(spark, dataset, [event(1, 1, "ann"), event(2, 2, op="D")])
+    tables = {t["table"]: t["system"] for t in as_json("tables", dataset)}
+    assert tables == {
+        "accounts": False,
+        "_dlt_loads": True,
+        "_dlt_tombstones_accounts": True,
+    }
 
 
 def test_a_load_without_apply_as_deletes_still_honours_the_tables_tombstones(spark, dataset):
