@@ -7,6 +7,7 @@ events, a load stopped between its tombstones and its commit, or a load racing a
 
 from __future__ import annotations
 
+import json
 import random
 import time
 
@@ -19,7 +20,7 @@ from airflow_provider_deltamerge import ConfigError, staged_arrow
 from airflow_provider_deltamerge import load as load_module
 from tests.cli.test_cli import as_json
 from tests.faults import FAIL_AT, InjectedFault
-from tests.helpers import table_version
+from tests.helpers import read_rows, table_version
 from tests.spark.test_cdc import load as load_events
 from tests.spark.test_cdc import rows
 
@@ -70,6 +71,9 @@ def test_a_delete_removes_the_row_and_an_older_event_arriving_later_does_not_bri
         "numTombstonesWritten": 1,
     }
     assert tombstones(dataset) == {1: [(5, deleted.load_id)]}
+    recorded = {r["load_id"]: json.loads(r["metrics"]) for r in read_rows(f"{dataset}/_dlt_loads")}
+    assert recorded[deleted.load_id]["numTombstonesWritten"] == 1  # the load's record carries them
+    assert recorded[deleted.load_id]["numEventsDeleted"] == 1
     late = load(spark, dataset, [event(1, 3, "late ann")])  # older than the delete: skipped
     assert rows(dataset) == {2: event(2, 2, "bob2")}
     assert (late.metrics["numEventsApplied"], late.metrics["numEventsSkippedStale"]) == (0, 1)
