@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import earlier_loads, insert_only, nested_load, staged_arrow
+from . import earlier_loads, insert_only, nested_load, staged_arrow, tombstone_load
 from .delta import recovery, store
 from .delta.child_tables import refuse_loading_a_child_table
 from .delta.locking import creation_lock
@@ -225,7 +225,10 @@ class _StagedLoad:
 def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
-    staged, plan = _plan(spark, load.staged, request, table, load_id, _replace_where(writer, load))
+    staged = load.staged  # change events: less those older than their key's tombstone (tombstone_load)
+    events = tombstone_load.against_tombstones(spark, writer, request, staged, load_id, load.stored)
+    staged = events.staged if events is not None else staged
+    staged, plan = _plan(spark, staged, request, table, load_id, _replace_where(writer, load))
     plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
     base_metrics = {
         "table": request.table,
@@ -268,6 +271,10 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     split = _versions_split(request, plan, source)
+    tombstones = {}
+    if events is not None:  # before the table's commit, the load's commit point
+        tombstones = tombstone_load.commit_tombstones(events, request, load_id)
+        checkpoint("after_tombstones")
     checkpoint("commit")
     result = insert_only.commit(spark, writer, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
@@ -276,7 +283,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
         **result.metrics,
-        **event_metrics(request.hints.sequence_by, staged.rows_extracted, result.metrics, split),
+        **event_metrics(request.hints, staged.rows_extracted, result.metrics, split),
+        **tombstones,
         **base_metrics,
         "load_id": load_id,
         "table_version": result.version,

@@ -86,9 +86,10 @@ def history(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def tables(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The dataset's tables, then its own (`_dlt_loads`, `_dlt_pipeline_state`)."""
+    """The dataset's tables, then its own (`_dlt_loads`, `_dlt_pipeline_state`, the tables' tombstones)."""
     dataset = Dataset(args.dataset, args.storage_option)
-    names = [*dataset.table_names(dataset.store().loads), *SYSTEM_TABLES]
+    data = dataset.table_names(dataset.store().loads)
+    names = [*data, *SYSTEM_TABLES, *dataset.companion_tables(data)]
     found = ((name, dataset.table(name)) for name in names)
     return [describe_table(name, table) for name, table in found if table is not None]
 
@@ -124,6 +125,8 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "sequence_by": args.sequence_by or None,
         "column_list": args.column_list or None,
         "except_column_list": args.except_column_list or None,
+        "apply_as_deletes": args.apply_as_deletes,
+        **({"tombstone_retention": args.tombstone_retention} if args.tombstone_retention is not None else {}),
         "columns": args.columns,
         "schema_contract": args.schema_contract,
         "incremental": _incremental(args.incremental, args.initial_value),

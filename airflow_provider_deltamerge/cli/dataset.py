@@ -18,6 +18,7 @@ from deltalake.exceptions import TableNotFoundError
 from ..delta.locking import local_path
 from ..delta.store import LOADS_TABLE, STATE_TABLE, StoreSnapshot, read_commits
 from ..errors import ConfigError
+from ..spec.cdc import TOMBSTONES_PREFIX, tombstones_table
 from ..spec.naming import check_folder_name, table_path
 from ..spec.request import check_dataset
 
@@ -70,7 +71,11 @@ class Dataset:
                 for entry in os.scandir(folder)
                 if entry.is_dir() and os.path.isdir(os.path.join(entry.path, "_delta_log"))
             )
-        return sorted(names - set(SYSTEM_TABLES))
+        return sorted(n for n in names - set(SYSTEM_TABLES) if not n.startswith(TOMBSTONES_PREFIX))
+
+    def companion_tables(self, names: list[str]) -> list[str]:
+        """The tombstone tables (docs/CDC.md) the data tables `names` have."""
+        return [tombstones_table(n) for n in names if self.table(tombstones_table(n)) is not None]
 
     def commits(self, name: str, limit: int) -> list[dict[str, Any]]:
         """The table's newest commits: version, time, operation and the load id each carries."""
@@ -133,7 +138,7 @@ def describe_table(name: str, table: DeltaTable) -> dict[str, Any]:
     partitions = list(metadata.partition_columns)
     return {
         "table": name,
-        "system": name in SYSTEM_TABLES,
+        "system": name in SYSTEM_TABLES or name.startswith(TOMBSTONES_PREFIX),
         "version": table.version(),
         "rows": rows,
         "files": actions.num_rows,

@@ -190,6 +190,17 @@ def _add_load(load: argparse.ArgumentParser) -> None:
         "--except-column-list", type=key_list, metavar="COLUMNS", help="event columns not stored"
     )
     semantics.add_argument(
+        "--apply-as-deletes",
+        metavar="CONDITION",
+        help="change events: SQL condition of a delete, e.g. \"op = 'D'\"",
+    )
+    semantics.add_argument(
+        "--tombstone-retention",
+        type=int,
+        metavar="SECONDS",
+        help="how long a deleted key is remembered (default: 7 days)",
+    )
+    semantics.add_argument(
         "--columns",
         type=json_value,
         metavar="JSON",

@@ -246,6 +246,8 @@ class DeltaRsWriter:
         """The table at its newest version, where no commit since the snapshot removed a file the plan
         read (or, for a plan whose source holds rows read from the table, added one)."""
         current = DeltaTable(snapshot.table.table_uri, storage_options=self.storage_options)
+        if plan.on_snapshot:
+            read_check.require_version(snapshot.table, current)
         scope = read_scope(plan, snapshot.partition_columns)
         read_check.require_reads_current(snapshot.table, current, scope, added_too=plan.needs_target_read)
         return dataclasses.replace(snapshot, table=current, version=current.version())

@@ -267,8 +267,9 @@ def _planned_on_the_snapshot(plan: MergePlan) -> bool:
     """Whether the commit takes figures or rows from the snapshot the plan was made on: an overwrite (the
     rows and files it replaces, counted there) or a merge whose source holds rows read from the table.
     Any other merge runs on the table as Delta finds it, and Delta's own conflict check decides whether
-    a commit that landed meanwhile touched what it read (the partitions its condition names)."""
-    return plan.operation is Operation.OVERWRITE or plan.needs_target_read
+    a commit that landed meanwhile touched what it read (the partitions its condition names). A plan
+    `on_snapshot` (change events filtered by tombstones read at that version) is checked likewise."""
+    return plan.operation is Operation.OVERWRITE or plan.needs_target_read or plan.on_snapshot
 
 
 def _write(spark, ref: TableRef, plan: MergePlan, source, request: CommitRequest, creating: bool) -> None:

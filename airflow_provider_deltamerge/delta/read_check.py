@@ -67,6 +67,18 @@ def require_reads_current(
         )
 
 
+def require_version(read: DeltaTable, current: DeltaTable) -> None:
+    """Raise ConflictError where any commit landed after `read`'s version: a plan that took more than
+    the table from that version (change events filtered by the tombstones of the loads committed up to
+    it) is planned again."""
+    if current.version() != read.version():
+        raise ConflictError(
+            f"table {current.table_uri}: a commit after version {read.version()}, which this load planned "
+            f"on, may have deleted keys this load's events would bring back (the table is at version "
+            f"{current.version()} now); nothing was written by this load. Retry the load."
+        )
+
+
 def _holds(expr: Expr, row: dict) -> bool:
     """Whether a file with these partition values can hold rows matching expr; where the values do not
     compare with the literals, it is counted as read."""

@@ -14,6 +14,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, Asset, Ass
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
 from ..hooks.storage import storage_options_for
+from ..spec.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..spec.contract import tightened
 from ..spec.naming import table_uri
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
@@ -85,6 +86,12 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         column), every event is a version of its merge key, valid until the next event's (docs/CDC.md).
     :param column_list: with sequence_by, the event columns that become table columns, or
     :param except_column_list: the event columns that do not (an op code, a log position).
+    :param apply_as_deletes: with sequence_by, a SQL condition marking delete events (``"op = 'D'"``):
+        the newest event of its key deletes the row and is remembered (a tombstone), so an older event
+        arriving later does not bring the key back (docs/CDC.md).
+    :param apply_as_truncates: truncate events: not built yet (refused).
+    :param tombstone_retention: how long a deleted key is remembered, in seconds or a timedelta
+        (default 7 days).
     :param columns: dlt's column schema: hints and data types per column, e.g.
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
@@ -123,6 +130,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "sequence_by",
         "column_list",
         "except_column_list",
+        "apply_as_deletes",
         "columns",
         "schema_contract",
         "incremental",
@@ -151,6 +159,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         sequence_by: str | list[str] | None = None,
         column_list: str | list[str] | None = None,
         except_column_list: str | list[str] | None = None,
+        apply_as_deletes: str | None = None,
+        apply_as_truncates: str | None = None,
+        tombstone_retention: Any = DEFAULT_TOMBSTONE_RETENTION,
         columns: dict[str, dict[str, Any]] | list[dict[str, Any]] | None = None,
         schema_contract: str | dict[str, str] | None = None,
         incremental: Any = None,
@@ -190,6 +201,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.sequence_by = sequence_by
         self.column_list = column_list
         self.except_column_list = except_column_list
+        self.apply_as_deletes = apply_as_deletes
+        self.apply_as_truncates = apply_as_truncates
+        self.tombstone_retention = tombstone_retention
         self.columns = columns
         self.schema_contract = schema_contract
         self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental

@@ -64,6 +64,8 @@ class MergePlan:
     unique_key: tuple[str, ...] = ()  # the source must hold each value of these at most once; the writer
     #                                   refuses it otherwise, before committing
     strategy: str = ""  # the merge strategy, for the errors that name it
+    on_snapshot: bool = False  # the commit lands on the very version planned on, or fails (and is planned
+    #                            again): change events filtered by tombstones read at that version
 
     @property
     def needs_target_read(self) -> bool:
@@ -143,9 +145,7 @@ def plan_load(
 def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns: tuple[str, ...] | None):
     on = keys_equal(hints.primary_key, hints.primary_key)
     if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
-        newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
-        clauses = (Clause("matched", "update_all", condition=newer), Clause("not_matched", "insert_all"))
-        return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert of newer events")
+        return _plan_events(hints, on, flag, table_columns)
     if not flag:
         clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
         return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert")
@@ -162,6 +162,35 @@ def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns: tuple[
         clauses=clauses,
         helper_columns=flag,
         reason="upsert with hard deletes",
+    )
+
+
+def _plan_events(hints: TableHints, on: Expr, flag: tuple[str, ...], table_columns) -> MergePlan:
+    """Change events: a newer event updates its row, or deletes it where it is a delete event (flagged
+    by apply_as_deletes); a key the table lacks is inserted unless its event is a delete. Events older
+    than their key's tombstone never reach the source (tombstone_load.py), so the commit must land on
+    the version whose tombstones were read."""
+    newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
+    if not flag:
+        clauses = (Clause("matched", "update_all", condition=newer), Clause("not_matched", "insert_all"))
+        return MergePlan(
+            Operation.MERGE, on=on, clauses=clauses, on_snapshot=True, reason="upsert of newer events"
+        )
+    flagged = Col(HARD_DELETE_FLAG, SOURCE)
+    deletes = all_of(flagged, newer) if newer is not None else flagged
+    clauses = (
+        Clause("matched", "delete", condition=deletes),
+        Clause("matched", "update_all", condition=newer),
+        Clause("not_matched", "insert_all", condition=Not(flagged)),
+    )
+    return MergePlan(
+        Operation.MERGE,
+        SourceShape.ROWS_WITH_FLAG,
+        on=on,
+        clauses=clauses,
+        helper_columns=flag,
+        on_snapshot=True,
+        reason="upsert of newer events, deletes among them",
     )
 
 

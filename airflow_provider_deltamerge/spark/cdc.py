@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from ..errors import MissingKeyColumnError, SequenceError
+from ..errors import ConfigError, MissingKeyColumnError, SequenceError
+from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.cdc import sequence_columns
 from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..spec.options import TableHints
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 
 VERSIONS = "__versions"
+TOMBSTONE_PREFIX = HELPER_PREFIX + "tomb_"  # the tombstones' columns, beside the events' in a join
 
 
 def check_ordered_events(df: DataFrame, primary_key: tuple[str, ...], sequence: tuple[str, ...]) -> None:
@@ -61,6 +64,49 @@ def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ..
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
         events = events.withColumn(kept, F.col(column))
     return events
+
+
+def check_condition(df: DataFrame, argument: str, condition: str) -> None:
+    """Refuse a condition that does not parse, names a column the events lack, or is not true/false,
+    before any job runs."""
+    data = [c for c in df.columns if c != INPUT_ORDER]
+    try:
+        kind = df.select(F.expr(condition).alias("condition")).schema["condition"].dataType
+    except Exception as exc:  # Spark's parse and analysis errors: their first line says what is wrong
+        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(
+            argument, f"{condition!r} is not a condition over the events' columns {data}: {problem}"
+        ) from None
+    if not isinstance(kind, T.BooleanType):
+        raise ConfigError(argument, f"{condition!r} is a {kind.simpleString()}, not a condition (true/false)")
+
+
+def flag_delete_events(df: DataFrame, condition: str) -> DataFrame:
+    """The __hd flag of the merge: true where the event is a delete (`apply_as_deletes`), never null."""
+    return df.withColumn(HARD_DELETE_FLAG, F.coalesce(F.expr(condition), F.lit(False)))
+
+
+def without_tombstoned(
+    df: DataFrame, tombstones: DataFrame, primary_key: tuple[str, ...], sequence: tuple[str, ...]
+) -> DataFrame:
+    """The events newer than every tombstone of their key. `tombstones` holds the key and `sequence`
+    (the sequence system columns) of each, named with TOMBSTONE_PREFIX."""
+
+    def tomb(column: str):
+        return F.col(f"d.`{TOMBSTONE_PREFIX}{column}`")
+
+    condition = _not_newer([F.col(f"e.`{c}`") for c in sequence], [tomb(c) for c in sequence])
+    for key in primary_key:
+        condition = F.col(f"e.`{key}`").eqNullSafe(tomb(key)) & condition
+    return df.alias("e").join(F.broadcast(tombstones.alias("d")), condition, "left_anti")
+
+
+def _not_newer(event: list, tombstone: list):
+    """event <= tombstone, compared column by column (the first that differs decides)."""
+    result = F.lit(True)
+    for column_event, column_tomb in reversed(list(zip(event, tombstone, strict=True))):
+        result = (column_event < column_tomb) | ((column_event == column_tomb) & result)
+    return result
 
 
 def event_columns(df: DataFrame, hints: TableHints) -> DataFrame:

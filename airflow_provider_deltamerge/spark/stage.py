@@ -77,6 +77,8 @@ def stage_batch(
     else:  # one job over the source for what only the raw batch shows
         counted = profile.aggregated(df, profile.null_counts(df, key_columns))
         raw_profile = lambda: counted  # noqa: E731
+    if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
+        cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
     if hints.sequence_by:  # refused before the pass: two different events of a key at one sequence
         cdc.check_ordered_events(df, event_key(disposition, hints), hints.sequence_by)
     staged = _prepared(df, disposition, hints, load_id)
@@ -138,7 +140,10 @@ def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, l
     if hints.sequence_by and disposition.strategy == "scd2":  # every event a version (spark/scd2_feed.py)
         df = cdc.event_columns(cdc.distinct_events(df, hints.merge_key, hints.sequence_by), hints)
     elif hints.sequence_by:
-        df = cdc.event_columns(cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by), hints)
+        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by)
+        if hints.apply_as_deletes:  # flagged before the columns it names may be left out
+            df = cdc.flag_delete_events(df, hints.apply_as_deletes)
+        df = cdc.event_columns(df, hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
     id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()

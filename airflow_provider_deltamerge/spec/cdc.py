@@ -5,10 +5,16 @@ wins, and against the table an event applies only if it is newer than the sequen
 its key. The table keeps that sequence in system columns (SEQUENCE, then SEQUENCE_2, ... for a sequence
 of several columns, compared in order). scd2 given `sequence_by` keeps every event as a version of its
 merge key, valid from its sequence until the next event's (plan/scd2_feed.py); see docs/CDC.md.
+
+`apply_as_deletes` marks delete events (a SQL condition over an event). A delete that is the newest event
+of its key removes the row, and the key is remembered with the delete's sequence (a tombstone, kept in a
+companion table for `tombstone_retention` seconds) so that an older event arriving later does not bring
+the key back: an event applies only where it is newer than both the row and the key's tombstone.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from ..errors import ConfigError
@@ -24,6 +30,12 @@ FEED_SCD2_REFUSED = (
     "row_version_column_name",
 )
 SEQUENCE = SYSTEM_PREFIX + "_sequence"  # the sequence of the event a row was last changed by
+TOMBSTONES_PREFIX = SYSTEM_PREFIX + "_tombstones_"  # + table name: the table's companion of tombstones
+TOMBSTONE_LOAD_ID = SYSTEM_PREFIX + "_load_id"  # the load that wrote a tombstone
+TOMBSTONE_WRITTEN_AT = (
+    SYSTEM_PREFIX + "_written_at"
+)  # when it was written (UTC): its retention counts from it
+DEFAULT_TOMBSTONE_RETENTION = int(timedelta(days=7).total_seconds())  # Delta's default log retention too
 
 
 def check_sequence_by(value: Any) -> list[str] | None:
@@ -49,10 +61,38 @@ def event_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ..
     return hints.merge_key if disposition.strategy == "scd2" else hints.primary_key
 
 
+def check_condition(argument: str, value: Any) -> str | None:
+    """`apply_as_deletes` / `apply_as_truncates`: a SQL condition over an event, or None. Whether it
+    parses and names columns the events have is checked on the batch (spark/cdc.py)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(argument, f"{value!r} is not a SQL condition; give one such as \"op = 'D'\"")
+    return value.strip()
+
+
+def check_tombstone_retention(value: Any) -> int:
+    """How long a deleted key is remembered: seconds (a number or a timedelta), at least one second."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+        raise ConfigError(
+            "tombstone_retention",
+            f"{value!r} is not a duration: give seconds (at least 1) or a datetime.timedelta",
+        )
+    return int(value)
+
+
+def tombstones_table(table: str) -> str:
+    """The name of the table's companion table of tombstones, beside it in the dataset."""
+    return TOMBSTONES_PREFIX + table
+
+
 def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
     """Refuse `sequence_by` (and the options of change events) where they have no meaning (or a
     meaning not built yet), saying why."""
     _check_column_lists(hints, event_key(disposition, hints), _key_name(disposition))
+    _check_event_conditions(disposition, hints)
     sequence = hints.sequence_by
     if not sequence:
         return
@@ -107,24 +147,60 @@ def _check_scd2_events(disposition: WriteDisposition, hints: TableHints) -> None
 
 
 def event_metrics(
-    sequence: tuple[str, ...], events: int, commit_metrics: dict, versions_split: int | None = None
+    hints: TableHints, events: int, commit_metrics: dict, versions_split: int | None = None
 ) -> dict[str, int]:
-    """What a load of `events` change events did: applied (inserted or updated a row; for scd2,
-    inserted a version), or skipped as stale (older than, or the same as, the newest event of its key
-    in the batch or the table; for scd2, a version the table holds already). `versions_split`, for scd2
-    only: versions of the table closed earlier because a late event fell into them."""
-    if not sequence:
+    """What a load of `events` change events did: applied (inserted, updated or deleted a row; for scd2,
+    inserted a version), or skipped as stale (older than, or the same as, the newest event of its key in
+    the batch, the row the table holds or the key's tombstone; for scd2, a version the table holds
+    already; a delete of a key the table does not hold changes no row and counts here, though its
+    tombstone is written). With apply_as_deletes: the rows deleted. `versions_split`, for scd2 only:
+    versions of the table closed earlier because a late event fell into them."""
+    if not hints.sequence_by:
         return {}
+    scd2 = versions_split is not None
     changed = (
         ("numTargetRowsInserted",)
-        if versions_split is not None
-        else ("numTargetRowsInserted", "numTargetRowsUpdated")
+        if scd2
+        else ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
     )
     applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
     metrics = {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
-    if versions_split is not None:
+    if hints.apply_as_deletes:
+        metrics["numEventsDeleted"] = int(commit_metrics.get("numTargetRowsDeleted") or 0)
+    if scd2:
         metrics["numVersionsSplit"] = versions_split
     return metrics
+
+
+def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) -> None:
+    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; truncates: not built."""
+    if hints.apply_as_truncates:
+        raise ConfigError(
+            "apply_as_truncates",
+            "is not built yet: truncate events are not applied. Load the events without it (and truncate "
+            "the table with a replace load where needed)",
+        )
+    if not hints.apply_as_deletes:
+        return
+    if not hints.sequence_by:
+        raise ConfigError(
+            "apply_as_deletes",
+            "marks delete events, which are ordered against later-arriving older events by their "
+            "sequence: give sequence_by too (without it, use the hard_delete column hint)",
+        )
+    if hints.hard_delete:
+        raise ConfigError(
+            "apply_as_deletes",
+            f"and the hard_delete hint on {hints.hard_delete!r} both mark deletes; give apply_as_deletes "
+            "alone, e.g. apply_as_deletes=\"op = 'D'\"",
+        )
+    if disposition.strategy == "scd2":
+        raise ConfigError(
+            "apply_as_deletes",
+            "is not built yet for scd2: every delete would have to be remembered at its place in the "
+            "history, or a late event would reopen a version a delete closed. Use strategy 'upsert' for "
+            "a feed with deletes, or load the scd2 history without them",
+        )
 
 
 def _key_name(disposition: WriteDisposition) -> str:

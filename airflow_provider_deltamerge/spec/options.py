@@ -96,6 +96,8 @@ class TableHints:
     sequence_by: tuple[str, ...] = ()  # upsert of change events: the columns that order them (spec/cdc.py)
     column_list: tuple[str, ...] = ()  # change events: the event columns that become table columns
     except_column_list: tuple[str, ...] = ()  # change events: the event columns that do not
+    apply_as_deletes: str | None = None  # change events: a SQL condition marking a delete event
+    apply_as_truncates: str | None = None  # change events: a SQL condition marking a truncate event
 
 
 def resolve_hints(

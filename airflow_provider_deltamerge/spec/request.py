@@ -20,7 +20,14 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
-from .cdc import check_cdc, check_column_list, check_sequence_by
+from .cdc import (
+    DEFAULT_TOMBSTONE_RETENTION,
+    check_cdc,
+    check_column_list,
+    check_condition,
+    check_sequence_by,
+    check_tombstone_retention,
+)
 from .checks import choice, key_tuple
 from .columns import ColumnSchema, canonical_columns
 from .contract import SchemaContract, check_schema_contract
@@ -206,6 +213,9 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "sequence_by": check_sequence_by,
     "column_list": lambda value: check_column_list("column_list", value),
     "except_column_list": lambda value: check_column_list("except_column_list", value),
+    "apply_as_deletes": lambda value: check_condition("apply_as_deletes", value),
+    "apply_as_truncates": lambda value: check_condition("apply_as_truncates", value),
+    "tombstone_retention": check_tombstone_retention,
     "columns": canonical_columns,
     "schema_contract": check_schema_contract,
     "pipeline_name": check_pipeline_name,
@@ -249,6 +259,9 @@ class LoadRequest:
     sequence_by: Any = None  # change events: the column(s) that order them (spec/cdc.py)
     column_list: Any = None  # change events: the columns stored, or
     except_column_list: Any = None  # the columns not stored
+    apply_as_deletes: str | None = None  # change events: a SQL condition marking deletes (spec/cdc.py)
+    apply_as_truncates: str | None = None  # change events: truncates (refused: not built yet)
+    tombstone_retention: Any = DEFAULT_TOMBSTONE_RETENTION  # seconds a deleted key is remembered
     columns: Any = None
     schema_contract: Any = None
     pipeline_name: str | None = None
@@ -295,6 +308,11 @@ class LoadRequest:
             name: tuple(normalize(c) for c in getattr(self, name) or ())
             for name in ("sequence_by", "column_list", "except_column_list")
         }
+        conditions = {
+            "apply_as_deletes": self.apply_as_deletes,
+            "apply_as_truncates": self.apply_as_truncates,
+        }
+        events = {**events, **conditions}
         check_cdc(disposition, dataclasses.replace(hints, **events))
         derived = {
             "table": check_stored_table_name(self.table_name, normalize(self.table_name), self.dataset),
@@ -316,7 +334,8 @@ class LoadRequest:
         """The validated request; ConfigError names a bad or unknown argument.
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
-        merge_key, sequence_by, column_list, except_column_list, columns, schema_contract,
+        merge_key, sequence_by, column_list, except_column_list, apply_as_deletes, apply_as_truncates,
+        tombstone_retention, columns, schema_contract,
         pipeline_name, backend, naming, incremental, window_overwrite, table_properties,
         max_table_nesting, nested_layout, root_key, storage_options, and the run's data_interval,
         run_context and load_id.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from airflow_provider_deltamerge import ConfigError
@@ -44,3 +46,44 @@ def test_the_load_command_passes_sequence_by_and_the_column_lists():
     command += ["--except-column-list", "op"]
     arguments = load_arguments(build_parser().parse_args(command))
     assert (arguments["sequence_by"], arguments["except_column_list"]) == (["a", "b"], ["op"])
+
+
+def test_apply_as_deletes_and_the_retention_travel_in_the_request_json_and_the_hints():
+    request = LoadRequest.create(
+        dataset="/tmp/d",
+        table_name="t",
+        write_disposition=UPSERT,
+        primary_key="id",
+        sequence_by="seq",
+        apply_as_deletes=" op = 'D' ",
+        tombstone_retention=timedelta(hours=1),
+    )
+    assert (request.hints.apply_as_deletes, request.tombstone_retention) == ("op = 'D'", 3600)
+    again = LoadRequest.from_json(request.to_json())
+    assert (again.hints, again.tombstone_retention) == (request.hints, 3600)
+    assert LoadRequest.create(dataset="/tmp/d", table_name="t").tombstone_retention == 7 * 24 * 3600
+
+
+def test_the_operator_and_the_load_command_take_apply_as_deletes():
+    operator = DeltaMergeOperator(
+        task_id="cdc",
+        source={"table": "events"},
+        dataset="/tmp/d",
+        table_name="t",
+        write_disposition=UPSERT,
+        primary_key="id",
+        sequence_by="seq",
+        apply_as_deletes="op = 'D'",
+        tombstone_retention=60,
+    )
+    arguments = operator.load_arguments({})
+    assert (arguments["apply_as_deletes"], arguments["tombstone_retention"]) == ("op = 'D'", 60)
+    with pytest.raises(ConfigError) as refused:
+        DeltaMergeOperator(
+            task_id="bad", source={"table": "e"}, dataset="/tmp/d", table_name="t", apply_as_deletes=3
+        )
+    assert refused.value.argument == "apply_as_deletes"
+    command = ["load", "/tmp/d", "t", "--source", "events", "--sequence-by", "seq"]
+    command += ["--apply-as-deletes", "op = 'D'", "--tombstone-retention", "120"]
+    arguments = load_arguments(build_parser().parse_args(command))
+    assert (arguments["apply_as_deletes"], arguments["tombstone_retention"]) == ("op = 'D'", 120)

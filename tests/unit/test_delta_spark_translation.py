@@ -187,6 +187,18 @@ def test_upsert_of_events_updates_only_where_the_event_is_newer_than_the_rows_se
     ]
 
 
+def test_upsert_of_events_with_deletes_deletes_a_row_only_for_a_newer_delete_event():
+    hints = TableHints(primary_key=("id",), sequence_by=("seq",), apply_as_deletes="op = 'D'")
+    plan = merge("upsert", hints, hard_delete=True)
+    assert plan.on_snapshot  # its source was filtered by the tombstones read at the planned version
+    newer = "(t.`_dlt_sequence` IS NULL) OR (s.`_dlt_sequence` > t.`_dlt_sequence`)"
+    assert builder_calls(plan, DATA + ["__hd"])[3:] == [
+        ("whenMatchedDelete", f"condition={'(s.`__hd`) AND (' + newer + ')'!r}"),
+        ("whenMatchedUpdate", f"condition={newer!r}", f"set={copies(DATA)!r}"),
+        ("whenNotMatchedInsert", "condition='NOT (s.`__hd`)'", f"values={copies(DATA)!r}"),
+    ]
+
+
 def test_upsert_with_hard_delete_deletes_flagged_matches_and_copies_columns_explicitly():
     plan = merge("upsert", TableHints(primary_key=("id",), hard_delete="deleted"), hard_delete=True)
     calls = builder_calls(plan, DATA + ["__hd"])

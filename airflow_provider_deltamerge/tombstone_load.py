@@ -1,0 +1,113 @@
+"""Change events against the table's tombstones (`apply_as_deletes`, docs/CDC.md), in a load's commit step.
+
+Each attempt of a load's commit (load.py plans again when another writer committed first):
+1. `against_tombstones`: the tombstones read, those that count kept (written by a load whose commit of
+   the table landed, within the retention), and the staged events not newer than their key's tombstone
+   dropped, so they neither insert nor update a row;
+2. `commit_tombstones`: the delete events left written as this load's tombstones, expired ones removed,
+   in one commit of the companion table, BEFORE the table's commit (delta/tombstones.py);
+3. the table's commit, planned `on_snapshot` (plan/merge.py): it lands at the version after the one the
+   plan was made on, or the attempt is planned again. A load whose commit landed up to that version
+   committed its tombstones before it, so this attempt read them: no event of a key another load
+   deleted later is inserted, whichever load committed first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .delta.delta_rs import spark_to_arrow
+from .delta.store import HISTORY_DEPTH, StoreSnapshot
+from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
+from .plan.merge import HARD_DELETE_FLAG
+from .spark import cdc
+from .spec.cdc import TOMBSTONE_LOAD_ID, sequence_columns, tombstones_table
+from .spec.naming import table_path
+from .spec.request import LoadRequest
+
+
+@dataclass(frozen=True)
+class EventsAgainstTombstones:
+    staged: object  # spark.stage.StagedBatch: the events newer than their key's tombstone
+    read: TombstoneRead
+    cutoff: datetime  # tombstones written before it are expired
+
+
+def against_tombstones(
+    spark, writer, request: LoadRequest, staged, load_id: str, stored: StoreSnapshot
+) -> EventsAgainstTombstones | None:
+    """The staged change events less those older than their key's tombstone; None where the load has
+    no tombstones to read or write."""
+    hints = request.hints
+    if not hints.sequence_by or staged.empty:
+        return None
+    read = read_tombstones(
+        table_path(request.dataset, tombstones_table(request.table)), request.store_options
+    )
+    if read.rows is None and not hints.apply_as_deletes:
+        return None
+    cutoff = datetime.now(timezone.utc) - timedelta(seconds=request.tombstone_retention)
+    completed = {r["load_id"] for r in stored.loads_of(None, request.table)}
+    completed |= {c.load_id for c in writer.history(request.table_path, HISTORY_DEPTH) if c.load_id}
+    key, sequence = hints.primary_key, sequence_columns(len(hints.sequence_by))
+    tombstones = read.honoured(completed, load_id, cutoff, [*key, *sequence])
+    if tombstones:
+        staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
+    return EventsAgainstTombstones(staged, read, cutoff)
+
+
+def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, load_id: str) -> dict[str, int]:
+    """Write the delete events left as this load's tombstones (and remove the expired) in one commit of
+    the companion table; its metrics."""
+    hints = request.hints
+    columns = [*hints.primary_key, *sequence_columns(len(hints.sequence_by))]
+    deletes = _delete_events(events.staged, columns) if hints.apply_as_deletes else None
+    written = deletes.num_rows if deletes is not None else 0
+    expired = events.read.expired(events.cutoff)
+    earlier = events.read.rows is not None and load_id in set(events.read.rows[TOMBSTONE_LOAD_ID].to_pylist())
+    if written or expired or earlier:
+        if deletes is None:
+            deletes = events.read.rows.select(columns).slice(0, 0)
+        write_tombstones(events.read, deletes, load_id, events.cutoff, request.store_options)
+    return {"numTombstonesWritten": written, "numTombstonesExpired": expired}
+
+
+def _delete_events(staged, columns: list[str]) -> pa.Table:
+    """The key and sequence of the staged delete events (flagged by apply_as_deletes)."""
+    if staged.arrow is not None:
+        flagged = staged.arrow.filter(pc.fill_null(staged.arrow[HARD_DELETE_FLAG], False))
+        return flagged.select(columns)
+    return spark_to_arrow(staged.df.where(HARD_DELETE_FLAG).select(*columns))
+
+
+def _without_tombstoned(spark, staged, tombstones: list[dict], key, sequence):
+    """The staged batch less the events not newer than a tombstone of their key: in the Arrow table on
+    the driver where staging collected it, else in Spark."""
+    if staged.arrow is not None:
+        newest: dict[tuple, list[tuple]] = {}
+        for tomb in tombstones:
+            newest.setdefault(tuple(tomb[k] for k in key), []).append(tuple(tomb[c] for c in sequence))
+        events = staged.arrow.select([*key, *sequence]).to_pylist()
+        keep = [not _covered(e, newest, key, sequence) for e in events]
+        return dataclasses.replace(staged, arrow=staged.arrow.filter(pa.array(keep, pa.bool_())))
+    from pyspark.sql.types import StructField, StructType
+
+    fields = [staged.df.schema[c] for c in (*key, *sequence)]
+    renamed = [StructField(cdc.TOMBSTONE_PREFIX + f.name, f.dataType, True) for f in fields]
+    rows = [tuple(t[c] for c in (*key, *sequence)) for t in tombstones]
+    frame = spark.createDataFrame(rows, StructType(renamed))
+    return dataclasses.replace(staged, df=cdc.without_tombstoned(staged.df, frame, key, sequence))
+
+
+def _covered(event: dict, tombstones: dict, key, sequence) -> bool:
+    """Whether a tombstone of the event's key is as new as the event, or newer."""
+    at = tuple(event[c] for c in sequence)
+    for tomb in tombstones.get(tuple(event[k] for k in key), ()):
+        if None not in tomb and at <= tomb:
+            return True
+    return False
