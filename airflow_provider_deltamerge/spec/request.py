@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .cdc import check_cdc, check_column_list, check_sequence_by
+from .change_feed import check_feed_load, feed_incremental
 from .checks import choice, key_tuple
 from .columns import ColumnSchema, canonical_columns
 from .contract import SchemaContract, check_schema_contract
@@ -47,7 +48,7 @@ from .options import (
 )
 from .run import RunContext
 from .secrets import credential_values, redact_text
-from .sources import parse_source
+from .sources import is_change_feed, parse_source
 from .storage import check_storage_options, delta_rs_options
 from .table_properties import check_loading_allowed, check_table_properties
 
@@ -296,6 +297,9 @@ class LoadRequest:
             for name in ("sequence_by", "column_list", "except_column_list")
         }
         check_cdc(disposition, dataclasses.replace(hints, **events))
+        if is_change_feed(self.source):  # the upstream's commit version is the cursor
+            object.__setattr__(self, "incremental", feed_incremental(self.incremental))
+            check_feed_load(disposition.strategy, self.sequence_by)
         derived = {
             "table": check_stored_table_name(self.table_name, normalize(self.table_name), self.dataset),
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
