@@ -17,6 +17,7 @@ from ..hooks.storage import storage_options_for
 from ..spec.contract import tightened
 from ..spec.naming import table_uri
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
+from ..spec.sources import names_change_feed
 from .context import (
     check_overridable,
     data_interval_of,
@@ -216,7 +217,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         for name, check in {**ARGUMENT_CHECKS, "window": check_window}.items():
             if not is_templated(getattr(self, name)):
                 check(getattr(self, name))
-        if self.window is not None and self.incremental is None:
+        if self.window is not None and self.incremental is None and not names_change_feed(self.source):
             raise ConfigError("window", "a window selects rows by the cursor column: set incremental too")
         check_submit_options(self.submit_options)
 

@@ -65,6 +65,12 @@ def is_change_feed(source: dict[str, Any] | None) -> bool:
     return source is not None and CHANGE_FEED in source
 
 
+def names_change_feed(value: Any) -> bool:
+    """Whether an operator's source argument (a spec, maybe not rendered yet) is a change feed, whose
+    cursor is implied: the upstream's commit version."""
+    return isinstance(value, dict) and CHANGE_FEED in value
+
+
 def _table_location(text: str) -> str:
     """An upstream Delta table's location: an absolute path or a URI, without credentials in it."""
     argument = f"source.{CHANGE_FEED}"
