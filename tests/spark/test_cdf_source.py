@@ -22,7 +22,7 @@ from tests.helpers import read_rows
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 FEED = {"delta.enableChangeDataFeed": True}
 PIPELINE = "silver"
-FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+pytestmark = pytest.mark.spark
 
 
 def bronze(spark, dataset, rows, **arguments):
