@@ -51,4 +51,5 @@ class FeedReader:
         return WindowContext(self.request.cursor, stored_state, window, now)
 
     def __call__(self, spark, window):
-        return arrow_to_spark(spark, read_changes(self.upstream, window.start, window.end))
+        keys = self.request.hints.primary_key
+        return arrow_to_spark(spark, read_changes(self.upstream, window.start, window.end, keys))

@@ -19,6 +19,7 @@ from ..spec.change_feed import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
     COMMIT_VERSION,
+    DELETE,
     PREIMAGE,
     Commit,
     range_problem,
@@ -106,9 +107,10 @@ def _feed_on(upstream: Upstream, version: int) -> bool:
     return str(table.metadata().configuration.get(CDF_PROPERTY, "false")).lower() == "true"
 
 
-def read_changes(upstream: Upstream, start: int, end: int) -> pa.Table:
+def read_changes(upstream: Upstream, start: int, end: int, keys: tuple[str, ...] = ()) -> pa.Table:
     """The changes of versions ``[start, end)``: the upstream's columns but its dlt system columns, and
-    `_change_type`, `_commit_version` (int64), `_commit_timestamp` (UTC microseconds); no preimages."""
+    `_change_type`, `_commit_version` (int64), `_commit_timestamp` (UTC microseconds); no preimages,
+    and one change per key and commit where `keys` are given (`net_of_each_commit`)."""
     if start >= end:
         return _as_spark_takes(_empty(upstream))
     with store_errors(upstream.uri, upstream.options, _READ):
@@ -123,7 +125,7 @@ def read_changes(upstream: Upstream, start: int, end: int) -> pa.Table:
                 "_change_data files of these versions makes them unreadable",
             ) from None
     changes = _as_spark_takes(changes)
-    kept = changes.filter(pc.not_equal(changes[CHANGE_TYPE], PREIMAGE))
+    kept = net_of_each_commit(changes.filter(pc.not_equal(changes[CHANGE_TYPE], PREIMAGE)), keys)
     log.info(
         "change data feed of %s, versions %d to %d: %d changes (%d update preimages left out)",
         upstream.uri,
@@ -133,6 +135,22 @@ def read_changes(upstream: Upstream, start: int, end: int) -> pa.Table:
         changes.num_rows - kept.num_rows,
     )
     return kept
+
+
+def net_of_each_commit(changes: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    """A commit that deleted a key's row and wrote one for it (an overwrite, a delete-insert merge)
+    changed that key's row: its delete is dropped and the row written kept, so each key has one change
+    per commit and the commit version orders them. Without keys (or keys the feed lacks), as it is."""
+    if not keys or not set(keys) <= set(changes.column_names):
+        return changes
+    deleted = pc.equal(changes[CHANGE_TYPE], DELETE)
+    deletes, written = changes.filter(deleted), changes.filter(pc.invert(deleted))
+    if not deletes.num_rows or not written.num_rows:
+        return changes
+    by = [*keys, COMMIT_VERSION]
+    rewritten = written.select(by).group_by(by).aggregate([])
+    kept = deletes.join(rewritten, keys=by, join_type="left anti").select(changes.column_names)
+    return pa.concat_tables([written, kept])
 
 
 def _empty(upstream: Upstream) -> pa.Table:

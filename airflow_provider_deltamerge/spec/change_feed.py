@@ -34,6 +34,7 @@ CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
 COMMIT_TIMESTAMP = "_commit_timestamp"
 FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+DELETE = "delete"
 PREIMAGE = "update_preimage"  # the row before an update: left out, the postimage carries the update
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 ARGUMENT = "source.delta_changes"

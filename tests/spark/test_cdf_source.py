@@ -28,14 +28,14 @@ pytestmark = pytest.mark.spark
 def bronze(spark, dataset, rows, **arguments):
     """A load of the bronze table: an upsert on id, rows with deleted=True deleted, its feed on."""
     arguments.setdefault("table_properties", FEED)
+    arguments.setdefault("write_disposition", UPSERT)
+    arguments.setdefault("columns", {"deleted": {"data_type": "bool", "hard_delete": True}})
     return run_load(
         rows,
         spark=spark,
         dataset=f"{dataset}/bronze",
         table_name="customers",
-        write_disposition=UPSERT,
         primary_key="id",
-        columns={"deleted": {"data_type": "bool", "hard_delete": True}},
         pipeline_name="bronze",
         **arguments,
     )
@@ -234,3 +234,19 @@ def test_versions_that_log_cleanup_removed_are_refused(spark, dataset):
 def test_a_location_without_a_delta_table_is_refused(spark, dataset):
     with pytest.raises(ChangeFeedError, match="there is no Delta table at this location. Nothing was loaded"):
         silver(spark, dataset)
+
+
+@pytest.mark.parametrize("disposition", ["merge", "replace"])
+def test_a_commit_that_deletes_and_rewrites_a_key_is_one_change_of_it(spark, dataset, disposition):
+    """bronze by delete-insert (merge's default) or replace: each rewritten key's delete and insert are
+    in one commit; silver takes the row written, and a key the commit only deleted as deleted."""
+    arguments = {"write_disposition": disposition, "columns": None}
+    bronze(spark, dataset, [{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}], **arguments)
+    silver(spark, dataset)
+    bronze(spark, dataset, [{"id": 2, "name": "bob2"}, {"id": 3, "name": "cid"}], **arguments)
+    info = silver(spark, dataset)
+    rows = silver_rows(dataset)
+    assert live(rows) == bronze_rows(dataset)
+    assert rows[2] == ("bob2", "insert", 1)
+    assert (rows[1][1] == "delete") is (disposition == "replace")  # replace deleted the key bronze lacks
+    assert info.metrics["rows_extracted"] == (3 if disposition == "replace" else 2)
