@@ -112,10 +112,13 @@ def read_changes(upstream: Upstream, start: int, end: int, keys: tuple[str, ...]
     `_change_type`, `_commit_version` (int64), `_commit_timestamp` (UTC microseconds); no preimages,
     and one change per key and commit where `keys` are given (`net_of_each_commit`)."""
     if start >= end:
-        return _as_spark_takes(_empty(upstream))
+        return _without_system_columns(_empty(upstream))
     with store_errors(upstream.uri, upstream.options, _READ):
         try:
-            changes = pa.table(upstream.table.load_cdf(starting_version=start, ending_version=end - 1))
+            stream = upstream.table.load_cdf(starting_version=start, ending_version=end - 1)
+            # delta-rs casts to the schema asked for as it streams (older pyarrow cannot cast views)
+            changes = pa.RecordBatchReader.from_stream(stream, schema=_spark_schema(pa.schema(stream.schema)))
+            changes = changes.read_all()
         except DeltaError as exc:
             raise ChangeFeedError(
                 upstream.uri,
@@ -124,10 +127,10 @@ def read_changes(upstream: Upstream, start: int, end: int, keys: tuple[str, ...]
                 f"delta-rs could not read the changes ({exc}); a VACUUM that removed the table's "
                 "_change_data files of these versions makes them unreadable",
             ) from None
-    changes = _as_spark_takes(changes)
+    changes = _without_system_columns(changes)
     kept = net_of_each_commit(changes.filter(pc.not_equal(changes[CHANGE_TYPE], PREIMAGE)), keys)
     log.info(
-        "change data feed of %s, versions %d to %d: %d changes (%d update preimages left out)",
+        "change data feed of %s, versions %d to %d: %d changes (%d preimages or rewritten keys' deletes)",
         upstream.uri,
         start,
         end - 1,
@@ -155,28 +158,30 @@ def net_of_each_commit(changes: pa.Table, keys: tuple[str, ...]) -> pa.Table:
 
 def _empty(upstream: Upstream) -> pa.Table:
     schema = pa.schema(upstream.table.schema().to_arrow())
-    feed = [
-        pa.field(CHANGE_TYPE, pa.string()),
-        pa.field(COMMIT_VERSION, pa.int64()),
-        pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC")),
-    ]
-    return pa.schema([*schema, *feed]).empty_table()
+    feed = [pa.field(CHANGE_TYPE, pa.string()), pa.field(COMMIT_VERSION, pa.int64())]
+    feed.append(pa.field(COMMIT_TIMESTAMP, pa.timestamp("ms")))
+    return _spark_schema(pa.schema([*schema, *feed])).empty_table()
 
 
-def _as_spark_takes(table: pa.Table) -> pa.Table:
-    """Without the upstream's dlt system columns (the target gets its own), Arrow view types as plain
-    ones, the commit version as int64 and its timestamp as UTC microseconds."""
-    table = table.select([n for n in table.column_names if not n.startswith(SYSTEM_PREFIX + "_")])
-    fields = [pa.field(f.name, _plain(f.type), f.nullable) for f in table.schema]
-    fields = [
-        f.with_type(pa.int64())
-        if f.name == COMMIT_VERSION
-        else f.with_type(pa.timestamp("us", tz="UTC"))
-        if f.name == COMMIT_TIMESTAMP
-        else f
-        for f in fields
-    ]
-    return table.cast(pa.schema(fields))
+def _spark_schema(schema: pa.Schema) -> pa.Schema:
+    """The feed's schema as Spark takes it: Arrow view types as plain ones, the commit version as
+    int64 and its timestamp (UTC) as UTC microseconds."""
+    fields = [pa.field(f.name, _plain(f.type), f.nullable) for f in schema]
+    return pa.schema(
+        [
+            f.with_type(pa.int64())
+            if f.name == COMMIT_VERSION
+            else f.with_type(pa.timestamp("us", tz="UTC"))
+            if f.name == COMMIT_TIMESTAMP
+            else f
+            for f in fields
+        ]
+    )
+
+
+def _without_system_columns(table: pa.Table) -> pa.Table:
+    """The upstream's own dlt system columns left out: the target gets its own."""
+    return table.select([n for n in table.column_names if not n.startswith(SYSTEM_PREFIX + "_")])
 
 
 def _plain(data_type: pa.DataType) -> pa.DataType:
