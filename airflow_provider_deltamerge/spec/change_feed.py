@@ -115,16 +115,20 @@ def version_window(
     timeless = dataclasses.replace(incremental, initial_value=None)
     by_time = resolve_window(timeless, cursor_type="timestamp", now=now, **arguments)
     start = _first_at(commits, by_time.start, top, 0)
-    if (
-        commits
-        and commits[0].version > 0
-        and _first_at(commits[:1], by_time.start, top, 0) == commits[0].version
-    ):
+    if _log_lost_some(commits, by_time.start):
         start = 0  # versions the log no longer holds may belong to the window: range_problem says so
     end = _first_at(commits, by_time.end, top, top)
     if incremental.initial_value is not None:
         start = max(start, incremental.initial_value + 1)
     return _versions(start, max(end, start), by_time)
+
+
+def _log_lost_some(commits: list[Commit], start: datetime | None) -> bool:
+    """Whether versions older than the log's oldest (removed by log cleanup) may be committed at or
+    after `start`: the oldest version the log holds is not 0 and was committed at or after it."""
+    if not commits or commits[0].version == 0:
+        return False
+    return start is None or commits[0].timestamp >= to_utc(start)
 
 
 def _first_after(initial: Any, start: Any, closed: bool) -> int:
