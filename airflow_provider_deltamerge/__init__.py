@@ -11,6 +11,7 @@ from __future__ import annotations
 from .errors import (
     BatchTooLargeError,
     CastError,
+    ChangeFeedError,
     ConfigError,
     ConflictError,
     ContractError,
@@ -57,6 +58,7 @@ def __getattr__(name: str):
 __all__ = [
     "BatchTooLargeError",
     "CastError",
+    "ChangeFeedError",
     "ConfigError",
     "ConflictError",
     "ContractError",

@@ -208,6 +208,16 @@ class ConflictError(DeltaMergeError):
     """Another writer changed the table while this load was being committed."""
 
 
+class ChangeFeedError(SourceError):
+    """An upstream Delta table's change data feed cannot give the versions a load reads: not a Delta
+    table, its feed off at some of them, or its log cleaned up past them. Nothing was loaded."""
+
+    def __init__(self, table: str, start: int | None, end: int | None, problem: str):
+        self.table, self.start, self.end, self.problem = table, start, end, problem
+        versions = f" versions {start} to {end - 1}" if start is not None and end is not None else ""
+        super().__init__(f"change data feed of {table}{versions}: {problem}. Nothing was loaded.")
+
+
 class StoreError(DeltaMergeError):
     """The dataset's own tables (`_dlt_loads`, `_dlt_pipeline_state`) cannot be read or written."""
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import earlier_loads, insert_only, nested_load, staged_arrow, tombstone_load
+from .change_feed_source import FeedReader
 from .delta import recovery, store
 from .delta.child_tables import refuse_loading_a_child_table
 from .delta.locking import creation_lock
@@ -48,6 +49,7 @@ from .spark.window_steps import filter_to_window, open_load_window, record_empty
 from .spec.cdc import event_metrics
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
+from .spec.sources import is_change_feed
 from .spec.storage import hadoop_settings
 from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
 
@@ -86,6 +88,8 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
     """Run a request that names its source (as the hook and the spark-submit job do)."""
     if request.source is None:
         raise ConfigError("source", "is required to run a request without data in hand")
+    if is_change_feed(request.source):
+        return execute(spark, request, FeedReader(request))
     return execute(spark, request, source_reader(request.source))
 
 
@@ -115,7 +119,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     table = writer.snapshot(spark, request.table_path)
     child_tables = nested_load.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)
-    opened = open_load_window(request, table, _cursor_state(request, stored, commits))
+    opened = _open_window(request, table, _cursor_state(request, stored, commits), data)
     to_finish = reruns.load_to_finish(request.disposition, earlier, opened.window if opened else None)
     if to_finish is not None:
         return earlier_loads.finish_earlier_attempt(request, stored, to_finish)
@@ -190,6 +194,13 @@ def _backoff(attempt: int) -> float:
     least half of it, the rest random, so that loads which collided do not collide again in step."""
     limit = min(_BACKOFF_LIMIT_SECONDS, _BACKOFF_SECONDS * 2 ** (attempt - 2))
     return random.uniform(limit / 2, limit)
+
+
+def _open_window(request: LoadRequest, table, stored_state: dict | None, data):
+    """The load's window: in upstream versions for a change feed (change_feed_source.py)."""
+    if isinstance(data, FeedReader):
+        return data.open_window(stored_state)
+    return open_load_window(request, table, stored_state)
 
 
 def _cursor_state(request: LoadRequest, stored: store.StoreSnapshot, commits) -> dict | None:

@@ -49,6 +49,8 @@ def describe_source(source: dict[str, Any] | None, data: Any) -> str:
         return f"table {shown['table']}"
     if "sql" in shown:
         return f"SQL query ({len(shown['sql'])} characters)"
+    if "delta_changes" in shown:
+        return f"change data feed of {shown['delta_changes']}"
     return f"callable {shown['callable']}"
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..spec.backfill import backfill_windows, parse_every
 from ..spec.incremental import coerce_bound
+from ..spec.sources import names_change_feed
 from .context import openlineage_spark_conf, split_conf
 from .merge import DeltaMergeOperator, is_templated
 
@@ -68,7 +69,7 @@ class DeltaBackfillOperator(DeltaMergeOperator):
     def __init__(self, *, start: Any = None, end: Any = None, every: str = "7 days", **kwargs: Any) -> None:
         if kwargs.get("window") is not None:
             raise ConfigError("window", "DeltaBackfillOperator makes its own windows; use start, end, every")
-        if kwargs.get("incremental") is None:
+        if kwargs.get("incremental") is None and not names_change_feed(kwargs.get("source")):
             raise ConfigError("incremental", "a backfill needs the cursor column that places rows in windows")
         super().__init__(**kwargs)
         self.start = start

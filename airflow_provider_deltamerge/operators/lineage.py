@@ -77,6 +77,8 @@ def source_lineage(source: Any, normalize: Callable[[str], str]) -> SourceLineag
         return SourceLineage([(CATALOG_NAMESPACE, source["table"])])
     if "sql" in source:
         return _query_lineage(source["sql"], normalize)
+    if "delta_changes" in source:
+        return SourceLineage([location_name(source["delta_changes"])])
     return SourceLineage()
 
 

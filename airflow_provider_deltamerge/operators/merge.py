@@ -18,6 +18,7 @@ from ..spec.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..spec.contract import tightened
 from ..spec.naming import table_uri
 from ..spec.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
+from ..spec.sources import names_change_feed
 from .context import (
     check_overridable,
     data_interval_of,
@@ -231,7 +232,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         for name, check in {**ARGUMENT_CHECKS, "window": check_window}.items():
             if not is_templated(getattr(self, name)):
                 check(getattr(self, name))
-        if self.window is not None and self.incremental is None:
+        if self.window is not None and self.incremental is None and not names_change_feed(self.source):
             raise ConfigError("window", "a window selects rows by the cursor column: set incremental too")
         check_submit_options(self.submit_options)
 

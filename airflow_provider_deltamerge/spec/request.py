@@ -28,6 +28,7 @@ from .cdc import (
     check_sequence_by,
     check_tombstone_retention,
 )
+from .change_feed import check_feed_load, feed_incremental
 from .checks import choice, key_tuple
 from .columns import ColumnSchema, canonical_columns
 from .contract import SchemaContract, check_schema_contract
@@ -54,7 +55,7 @@ from .options import (
 )
 from .run import RunContext
 from .secrets import credential_values, redact_text
-from .sources import parse_source
+from .sources import is_change_feed, parse_source
 from .storage import check_storage_options, delta_rs_options
 from .table_properties import check_loading_allowed, check_table_properties
 
@@ -314,6 +315,9 @@ class LoadRequest:
         }
         events = {**events, **conditions}
         check_cdc(disposition, dataclasses.replace(hints, **events))
+        if is_change_feed(self.source):  # the upstream's commit version is the cursor
+            object.__setattr__(self, "incremental", feed_incremental(self.incremental))
+            check_feed_load(disposition.strategy, self.sequence_by)
         derived = {
             "table": check_stored_table_name(self.table_name, normalize(self.table_name), self.dataset),
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,

@@ -6,6 +6,8 @@ A source spec is a small JSON-only dict, so it can travel inside a LoadRequest t
 - table:    ``{"table": "landing.flights"}``
 - SQL:      ``{"sql": "SELECT * FROM landing.flights WHERE time_hour >= :window_start"}``
 - callable: ``{"callable": "my_package.sources:flights"}``, called as ``fn(spark, window)``
+- change feed: ``{"delta_changes": "s3://lake/bronze/orders"}``, the changes of an upstream Delta table
+  between two of its versions (`spec.change_feed`; read with delta-rs, the load's storage options)
 
 A plain string is read as a callable when it looks like ``module.path:function``, as a table name
 when it is a dotted identifier, and as SQL otherwise.
@@ -19,9 +21,10 @@ import re
 from typing import Any
 
 from ..errors import ConfigError
-from .secrets import redacted
+from .secrets import credential_values, redact_text, redacted
 
-SOURCE_KINDS = ("reader", "table", "sql", "callable")
+SOURCE_KINDS = ("reader", "table", "sql", "callable", "delta_changes")
+CHANGE_FEED = "delta_changes"
 READER_KEYS = ("format", "path", "options")
 WINDOW_PARAMETERS = ("window_start", "window_end")
 
@@ -30,19 +33,19 @@ _TABLE_RE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 
 
 def parse_source(value: str | dict[str, Any]) -> dict[str, Any]:
-    """Validate a source spec and return its canonical dict form (one of the four kinds)."""
+    """Validate a source spec and return its canonical dict form (one of SOURCE_KINDS)."""
     if isinstance(value, str):
         return _parse_string(value)
     if not isinstance(value, dict):
         raise ConfigError("source", f"{redacted(value)!r} must be a dict or a string")
     if "format" in value:
         return _parse_reader(value)
-    kinds = [k for k in ("table", "sql", "callable") if k in value]
+    kinds = [k for k in SOURCE_KINDS[1:] if k in value]
     if len(kinds) != 1 or len(value) != 1:
         raise ConfigError(
             "source",
             f"{redacted(value)!r} must be a reader spec {{'format', 'path', 'options'}} or have exactly one "
-            "of the keys 'table', 'sql', 'callable'",
+            "of the keys 'table', 'sql', 'callable', 'delta_changes'",
         )
     kind = kinds[0]
     text = value[kind]
@@ -52,7 +55,38 @@ def parse_source(value: str | dict[str, Any]) -> dict[str, Any]:
         raise ConfigError("source.callable", f"{redacted(text)!r} must look like 'package.module:function'")
     if kind == "table" and not _TABLE_RE.fullmatch(text):
         raise ConfigError("source.table", f"{redacted(text)!r} is not a table name like 'db.table'")
+    if kind == CHANGE_FEED:
+        return {kind: _table_location(text)}
     return {kind: text}
+
+
+def is_change_feed(source: dict[str, Any] | None) -> bool:
+    """Whether a canonical spec reads an upstream Delta table's change data feed."""
+    return source is not None and CHANGE_FEED in source
+
+
+def names_change_feed(value: Any) -> bool:
+    """Whether an operator's source argument (a spec, maybe not rendered yet) is a change feed, whose
+    cursor is implied: the upstream's commit version."""
+    return isinstance(value, dict) and CHANGE_FEED in value
+
+
+def _table_location(text: str) -> str:
+    """An upstream Delta table's location: an absolute path or a URI, without credentials in it."""
+    argument = f"source.{CHANGE_FEED}"
+    if credential_values(text):
+        raise ConfigError(
+            argument,
+            f"{redact_text(text, credential_values(text))!r} holds a credential, which would show in logs "
+            "and errors; give the location without it (the table is read with the load's storage_options)",
+        )
+    if "://" not in text and not text.startswith("/"):
+        raise ConfigError(
+            argument,
+            f"{text!r} is a relative path; give the upstream Delta table as an absolute path or a URI "
+            "(s3://..., abfss://..., file:///...)",
+        )
+    return text.rstrip("/") or text
 
 
 def source_kind(source: dict[str, Any]) -> str:

@@ -97,6 +97,16 @@ def test_scd2_and_backfill_operators_check_their_own_arguments():
         )
 
 
+def test_a_change_feed_source_needs_no_incremental_for_windows_and_backfills():
+    feed = {**BASE, "source": {"delta_changes": "/lake/bronze/flights"}}
+    backfill = DeltaBackfillOperator(task_id="bf", start="2024-01-01", end="2024-02-01", **feed)
+    assert backfill.incremental is None  # the request takes the upstream's commit version as cursor
+    merge = DeltaMergeOperator(task_id="load", window={"start": "2024-01-01", "end": "2024-01-08"}, **feed)
+    assert merge.window is not None
+    with pytest.raises(ConfigError, match="set incremental too"):
+        merge_op(window={"start": "2024-01-01", "end": "2024-01-08"})
+
+
 def test_scd2_options_become_the_write_disposition():
     op = DeltaScd2Operator(
         task_id="dim", validity_column_names=["valid_from", "valid_to"], boundary_column="updated_at", **BASE

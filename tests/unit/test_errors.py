@@ -27,6 +27,7 @@ EXAMPLES = {
     errors.SequenceError: lambda: errors.SequenceError(
         ("lsn",), "key(s) with two different events at one sequence", [((1,), (7,))], 1
     ),
+    errors.ChangeFeedError: lambda: errors.ChangeFeedError("/lake/bronze/orders", 3, 5, "its feed was off"),
     errors.ContractError: lambda: errors.ContractError("events", "columns", "note"),
     errors.SchemaError: lambda: errors.SchemaError("events", "id", "bigint", "string"),
     errors.ConflictError: lambda: errors.ConflictError("another writer changed table /lake/events"),
