@@ -9,8 +9,9 @@ that made them (``sequence_by="_commit_version"``). With catchup, past weeks are
 week, each bronze commit exactly once; a re-run of a week reads the same versions again and changes
 nothing.
 
-Silver keeps ``_change_type``, ``_commit_version`` and ``_commit_timestamp``: a key deleted in bronze
-keeps its last row with ``_change_type = 'delete'``.
+A key deleted in bronze is deleted in silver (``apply_as_deletes="_change_type = 'delete'"``) and
+remembered (a tombstone), so an older change of it loaded later does not bring it back. Silver keeps
+``_commit_version`` and ``_commit_timestamp``; the change type is left out (``except_column_list``).
 
 DELTAMERGE_DEMO_DIR sets where the lake is; DELTAMERGE_CONN_ID picks the Spark connection (unset:
 Spark inside the task; a ``spark`` connection: spark-submit to a cluster).
@@ -46,6 +47,8 @@ with DAG(
         write_disposition={"disposition": "merge", "strategy": "upsert"},
         primary_key="order_id",
         sequence_by="_commit_version",
+        apply_as_deletes="_change_type = 'delete'",
+        except_column_list=["_change_type"],
         pipeline_name="shop_silver",
         conn_id=CONN_ID,
     )
