@@ -8,7 +8,7 @@ the stage step, which check the sequence columns as they check the key.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -20,6 +20,7 @@ from ..spec.options import TableHints
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 
 VERSIONS = "__versions"
+TIES = HELPER_PREFIX + "ties"  # per staged event: its key's events that tie with another at one sequence
 TOMBSTONE_PREFIX = HELPER_PREFIX + "tomb_"  # the tombstones' columns, beside the events' in a join
 
 
@@ -45,14 +46,51 @@ def check_ordered_events(df: DataFrame, primary_key: tuple[str, ...], sequence: 
         raise SequenceError(sequence, "key(s) with different events at one sequence", examples, tied.count())
 
 
-def newest_event_per_key(df: DataFrame, primary_key: tuple[str, ...], sequence: tuple[str, ...]) -> DataFrame:
-    """One event per key, the one with the greatest sequence, which is kept in the system columns."""
+def newest_event_per_key(
+    df: DataFrame, primary_key: tuple[str, ...], sequence: tuple[str, ...], count_ties: bool = False
+) -> DataFrame:
+    """One event per key, the one with the greatest sequence, which is kept in the system columns.
+    `count_ties`: it carries TIES, how many of its key's events differ from the event before them at
+    the same sequence (in the order of the ranking, where one sequence's events are neighbours), so
+    that the ties `check_ordered_events` refuses are counted in the same pass (`sum_of_ties`)."""
     order = [F.col(c).desc() for c in sequence] + [F.col(INPUT_ORDER).asc()]
-    ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*primary_key).orderBy(*order)))
+    window = Window.partitionBy(*primary_key).orderBy(*order)
+    ranked = df.withColumn(RANK, F.row_number().over(window))
+    if count_ties:
+        ranked = ranked.withColumn(TIES, _tied_with_previous(df, sequence, window))
+        ranked = ranked.withColumn(TIES, F.sum(TIES).over(Window.partitionBy(*primary_key)))
     newest = ranked.filter(F.col(RANK) == 1).drop(RANK)
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
         newest = newest.withColumn(kept, F.col(column))
     return newest
+
+
+def _tied_with_previous(df: DataFrame, sequence: tuple[str, ...], window) -> Column:
+    """1 where the event differs from the previous one of its key at the same sequence, else 0."""
+    data = [c for c in df.columns if c != INPUT_ORDER]
+    content = F.struct(*(F.col(f"`{c}`") for c in data))
+    if any(_has_map(df.schema[c].dataType) for c in data):  # maps do not compare: their JSON does
+        content = F.to_json(content)
+    same_sequence = F.lit(True)
+    for column in sequence:
+        same_sequence = same_sequence & (F.lag(F.col(column)).over(window) == F.col(column))
+    differs = ~F.lag(content).over(window).eqNullSafe(content)
+    return F.when(same_sequence & differs, 1).otherwise(0)
+
+
+def _has_map(kind) -> bool:
+    if isinstance(kind, T.MapType):
+        return True
+    if isinstance(kind, T.StructType):
+        return any(_has_map(f.dataType) for f in kind.fields)
+    if isinstance(kind, T.ArrayType):
+        return _has_map(kind.elementType)
+    return False
+
+
+def sum_of_ties() -> Column:
+    """The observed aggregate of the staged events' TIES: 0 where no key has a tie."""
+    return F.coalesce(F.sum(TIES), F.lit(0)).alias("ties")
 
 
 def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ...]) -> DataFrame:

@@ -79,15 +79,18 @@ def stage_batch(
         raw_profile = lambda: counted  # noqa: E731
     if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
         cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
-    if hints.sequence_by:  # refused before the pass: two different events of a key at one sequence
+    ties_in_pass = _counts_ties_in_pass(df, disposition, hints)
+    if hints.sequence_by and not ties_in_pass:  # two different events of a key at one sequence
         cdc.check_ordered_events(df, event_key(disposition, hints), hints.sequence_by)
-    staged = _prepared(df, disposition, hints, load_id)
+    staged = _prepared(df, disposition, hints, load_id, ties_in_pass)
     ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
     aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
     aggregates += profile.text_bytes(staged) + profile.partition_folder_bytes(staged, partition_folders)
+    aggregates += [cdc.sum_of_ties()] if ties_in_pass else []
     arrow = None
     if profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
+        staged = staged.drop(cdc.TIES)
         if collect is not None:
             arrow = collect(staged)
         else:
@@ -103,6 +106,8 @@ def stage_batch(
         for column in columns:
             if before.get(f"null:{column}"):
                 raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
+    if ties_in_pass and after.get("ties"):  # found in the pass: the check that names them, then
+        cdc.check_ordered_events(raw, hints.primary_key, hints.sequence_by)
     if ROW_ID in raw.columns and disposition.scd2 is None:  # scd2 puts its version hash there
         frames.check_row_ids(staged, arrow)
     # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on the
@@ -133,14 +138,23 @@ def _dedups(disposition: WriteDisposition, hints: TableHints) -> bool:
     return deduplicates and bool(hints.primary_key)
 
 
-def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, load_id: str) -> DataFrame:
-    """The preparation rules in their order, lazily: dedup, hard-delete flags, system columns."""
+def _counts_ties_in_pass(df: DataFrame, disposition: WriteDisposition, hints: TableHints) -> bool:
+    """Whether an upsert's events are checked for ties by the staging pass itself (where its aggregates
+    ride on it as observed metrics) rather than by a job of their own before it."""
+    return bool(hints.sequence_by) and disposition.strategy == "upsert" and profile.observes_in_pass(df)
+
+
+def _prepared(
+    df: DataFrame, disposition: WriteDisposition, hints: TableHints, load_id: str, count_ties: bool = False
+) -> DataFrame:
+    """The preparation rules in their order, lazily: dedup, hard-delete flags, system columns.
+    `count_ties`: an upsert's newest events carry their keys' tie counts (spark/cdc.py)."""
     if _dedups(disposition, hints):
         df = frames.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)
     if hints.sequence_by and disposition.strategy == "scd2":  # every event a version (spark/scd2_feed.py)
         df = cdc.event_columns(cdc.distinct_events(df, hints.merge_key, hints.sequence_by), hints)
     elif hints.sequence_by:
-        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by)
+        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by, count_ties)
         if hints.apply_as_deletes:  # flagged before the columns it names may be left out
             df = cdc.flag_delete_events(df, hints.apply_as_deletes)
         df = cdc.event_columns(df, hints)
