@@ -20,8 +20,8 @@ from spark_work import SparkWork  # noqa: E402
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 
 
-def load(spark, dataset, data):
-    kwargs = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id"}
+def load(spark, dataset, data, **arguments):
+    kwargs = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id", **arguments}
     with SparkWork(spark) as work:
         info = run_load(data, spark=spark, dataset=dataset, backend="delta-rs", **kwargs)
     return info, work
@@ -41,6 +41,18 @@ def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tm
     rows_path = (1, 1) if int(pyspark.__version__.split(".")[0]) >= 4 else (2, 2)
     assert (first.jobs, first.sql_executions) == rows_path, first.job_names
     assert (second.jobs, second.sql_executions) == (1, 1), second.job_names
+
+
+def test_change_events_are_checked_for_ties_in_the_staging_pass(spark, dataset, tmp_path):
+    """An upsert of events ranks each key's events in the one pass, which also counts their ties: the
+    shuffle of the ranking and the collection, no job of the tie check's own."""
+    landing = str(tmp_path / "events")
+    events = ("id % 50 AS id", "id AS lsn", "IF(id % 7 = 0, 'd', 'u') AS op", "concat('v', id) AS v")
+    spark.range(300).selectExpr(*events).write.parquet(landing)
+    cdc = {"sequence_by": "lsn", "apply_as_deletes": "op = 'd'"}
+    info, work = load(spark, dataset, spark.read.parquet(landing), **cdc)
+    assert info.metrics["numEventsApplied"] + info.metrics["numEventsSkippedStale"] == 300
+    assert work.jobs <= 2 and work.sql_executions == 1, work.job_names
 
 
 def test_the_local_session_runs_with_the_small_batch_settings_nobody_else_set(spark):
