@@ -8,7 +8,7 @@ Arrow table while Spark observes its counts, null keys, dates and key ranges (sp
 check runs on those aggregates or on the Arrow data, still before anything is committed.
 
 Used when all of these hold, else staging materialises in Spark as before:
-- the writer takes Arrow, and the session observes aggregates in a pass (a classic session, not Connect);
+- the writer takes Arrow, and the session observes aggregates in a pass (classic, or Connect on PySpark 4);
 - Spark's own estimate of the batch is known and at most COLLECT_ESTIMATE_BYTES: the collection
   receives each partition whole in the driver's JVM, so a large batch (whose partitions may be large)
   takes the materialised path, whose transfer is sized from the batch's measured size;

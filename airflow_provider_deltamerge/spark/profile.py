@@ -2,10 +2,11 @@
 read back, the range of each key column and the bytes of its text, all from the one pass that
 materialises the batch.
 
-On a classic SparkSession (PySpark 3.5 or 4) the aggregates ride on that pass as observed metrics
-(`DataFrame.observe`), so the source is computed once and no second job reads it. On Spark Connect the
-aggregates after staging are one job over the materialised batch, and those of the raw batch one job
-over the source.
+On a classic SparkSession (PySpark 3.5 or 4), and on Spark Connect from PySpark 4 (whose client
+receives a pass's observed metrics with its result), the aggregates ride on that pass as observed
+metrics (`DataFrame.observe`), so the source is computed once and no second job reads it. On Spark
+Connect with PySpark 3.5 the aggregates after staging are one job over the materialised batch, and
+those of the raw batch one job over the source.
 
 Every aggregate is a number or text: PySpark 3.5 hands observed dates to Python as Java objects, so the
 bounds of date and timestamp_ntz keys are observed as their ISO text and parsed here.
@@ -13,10 +14,12 @@ bounds of date and timestamp_ntz keys are observed as their ISO text and parsed 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
+import pyspark
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -39,20 +42,41 @@ class Profile:
         return default if value is None else value
 
 
+def is_connect(df: DataFrame) -> bool:
+    return type(df).__module__.startswith("pyspark.sql.connect")
+
+
 def observes_in_pass(df: DataFrame) -> bool:
-    """Whether aggregates can ride on the materialising pass: a classic session, not Spark Connect."""
-    return not type(df).__module__.startswith("pyspark.sql.connect")
+    """Whether aggregates can ride on the materialising pass: a classic session, or Spark Connect with
+    PySpark 4 (PySpark 3.5's Connect client observes nothing)."""
+    return not is_connect(df) or int(pyspark.__version__.split(".")[0]) >= 4
 
 
 def estimated_bytes(df: DataFrame) -> int | None:
     """Spark's own estimate of the DataFrame's size (its optimizer's statistics); None where Spark has none
-    (sources of unknown size, such as RDDs) or the session is not classic."""
+    (sources of unknown size, such as RDDs) or cannot say (Spark Connect with PySpark 3.5)."""
     try:
-        estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # Spark Connect, or a plan Spark cannot size
+        if is_connect(df):  # the statistics the server's optimizer shows in a cost explain
+            estimate = _explained_size(df._explain_string(mode="cost"))
+        else:
+            estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # a plan Spark cannot size, or a client that cannot ask
         return None
     unknown = int(df.sparkSession.conf.get("spark.sql.defaultSizeInBytes", str(2**63 - 1)))
-    return None if estimate >= unknown else estimate
+    return None if estimate is None or estimate >= unknown else estimate
+
+
+_SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
+_EXPLAINED_SIZE = re.compile(r"Statistics\(sizeInBytes=([\d.]+) ?([KMGTPE]?i?B)")
+
+
+def _explained_size(explained: str) -> int | None:
+    """The size of the optimized plan's root in a cost explain ("Statistics(sizeInBytes=4.6 MiB, ...)")."""
+    optimized = explained.split("== Optimized Logical Plan ==", 1)[-1]
+    found = _EXPLAINED_SIZE.search(optimized)
+    if found is None:
+        return None
+    return int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
 
 
 def with_observed(df: DataFrame, aggregates: list[Column]):
