@@ -47,13 +47,13 @@ with DAG(
     DeltaMergeOperator(
         task_id="apply_changes",
         source={"sql": EVENTS},
-        dataset=f"{DEMO_DIR}/lake/shop",
+        dataset=f"{DEMO_DIR}/lake/crm",
         table_name="customers",
         write_disposition={"disposition": "merge", "strategy": "upsert"},
         primary_key="id",
         sequence_by="lsn",
         apply_as_deletes="op = 'd'",
         except_column_list=["op", "ts_ms"],
-        pipeline_name="shop",
+        pipeline_name="crm",
         conn_id=CONN_ID,
     )
