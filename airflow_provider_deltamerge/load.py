@@ -37,16 +37,23 @@ from .load_info import LoadInfo
 from .plan import reruns
 from .plan.merge import Operation, SourceShape, plan_load
 from .plan.pruning import bounded
+from .plan.scd2 import Scd2Settings
+from .plan.scd2_feed import FeedScope
 from .spark.extract import check_data, source_reader
 from .spark.python_rows import extracted
 from .spark.scd2 import stage_scd2
-from .spark.scd2_feed import stage_scd2_events, versions_split
+from .spark.scd2_feed import (
+    stage_scd2_events,
+    versions_closed_by_deletes,
+    versions_split,
+    written_versions_closed_by_deletes,
+)
 from .spark.schema import align_to_table
 from .spark.schema_steps import shape_to_schema, stored_column_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.storage import set_hadoop_settings
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
-from .spec.cdc import event_metrics
+from .spec.cdc import Scd2EventCounts, event_metrics
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
 from .spec.sources import is_change_feed
@@ -281,11 +288,13 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         source_bytes=staged.arrow_bytes or None,
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
-    split = _versions_split(request, plan, source)
+    scd2_counts = _scd2_event_counts(request, plan, source, staged.df)
     tombstones = {}
     if events is not None:  # before the table's commit, the load's commit point
         tombstones = tombstone_load.commit_tombstones(events, request, load_id)
         checkpoint("after_tombstones")
+    if scd2_counts is not None:  # scd2's deletes applied: those remembered for the first time
+        scd2_counts = dataclasses.replace(scd2_counts, deletes=tombstones.get("numTombstonesWritten", 0))
     checkpoint("commit")
     result = insert_only.commit(spark, writer, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
@@ -294,7 +303,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
         **result.metrics,
-        **event_metrics(request.hints, staged.rows_extracted, result.metrics, split),
+        **event_metrics(request.hints, staged.rows_extracted, result.metrics, scd2_counts),
         **tombstones,
         **base_metrics,
         "load_id": load_id,
@@ -322,11 +331,18 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
 
 
-def _versions_split(request: LoadRequest, plan, source) -> int | None:
-    """For scd2 of change events, the closed versions the commit splits (None for other loads)."""
+def _scd2_event_counts(request: LoadRequest, plan, source, staged_df) -> Scd2EventCounts | None:
+    """For scd2 of change events, what the commit does to the history (None for other loads): the
+    closed versions it splits, the versions it makes end at a delete (of a new table: `staged_df`'s)."""
     if request.disposition.scd2 is None or not request.hints.sequence_by:
         return None
-    return versions_split(source) if plan.source is SourceShape.SCD2_EVENTS else 0
+    if plan.source is SourceShape.SCD2_EVENTS:
+        return Scd2EventCounts(versions_split(source), closed_by_deletes=versions_closed_by_deletes(source))
+    if not request.hints.apply_as_deletes:
+        return Scd2EventCounts()
+    settings = Scd2Settings.from_options(request.disposition.scd2)
+    scope = FeedScope(request.hints.merge_key, settings.valid_from, settings.valid_to)
+    return Scd2EventCounts(closed_by_deletes=written_versions_closed_by_deletes(staged_df, scope))
 
 
 def _replace_where(writer, load: _StagedLoad):

@@ -10,6 +10,12 @@ Each attempt of a load's commit (load.py plans again when another writer committ
    plan was made on, or the attempt is planned again. A load whose commit landed up to that version
    committed its tombstones before it, so this attempt read them: no event of a key another load
    deleted later is inserted, whichever load committed first.
+
+scd2 of change events remembers every delete at its place (its merge key and sequence), and never
+expires one (its history is kept forever, and a forgotten delete would let a late event run past it):
+step 1 adds the remembered deletes of the batch's keys to the staged events, flagged, so they end the
+versions they fall into like the batch's own (spark/scd2_feed.py); step 2 writes the batch's deletes
+not remembered yet.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
 from .plan.merge import HARD_DELETE_FLAG
 from .spark import cdc
-from .spec.cdc import TOMBSTONE_LOAD_ID, sequence_columns, tombstones_table
+from .spec.cdc import TOMBSTONE_LOAD_ID, event_key, sequence_columns, tombstones_table
 from .spec.naming import table_path
 from .spec.request import LoadRequest
+
+NEVER = datetime(1970, 1, 1, tzinfo=timezone.utc)  # scd2's cutoff: no delete is ever expired
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class EventsAgainstTombstones:
     staged: object  # spark.stage.StagedBatch: the events newer than their key's tombstone
     read: TombstoneRead
     cutoff: datetime  # tombstones written before it are expired
+    remembered: frozenset = frozenset()  # scd2: (key..., sequence) of the deletes remembered already
 
 
 def against_tombstones(
@@ -51,11 +60,17 @@ def against_tombstones(
     )
     if read.rows is None and not hints.apply_as_deletes:
         return None
-    cutoff = datetime.now(timezone.utc) - timedelta(seconds=request.tombstone_retention)
+    scd2 = request.disposition.strategy == "scd2"
+    cutoff = NEVER if scd2 else datetime.now(timezone.utc) - timedelta(seconds=request.tombstone_retention)
     completed = {r["load_id"] for r in stored.loads_of(None, request.table)}
     completed |= {c.load_id for c in writer.history(request.table_path, HISTORY_DEPTH) if c.load_id}
-    key, sequence = hints.primary_key, sequence_columns(len(hints.sequence_by))
+    key, sequence = event_key(request.disposition, hints), sequence_columns(len(hints.sequence_by))
     tombstones = read.honoured(completed, load_id, cutoff, [*key, *sequence])
+    if scd2:
+        remembered = frozenset(tuple(t[c] for c in (*key, *sequence)) for t in tombstones)
+        if tombstones:
+            staged = _with_remembered_deletes(spark, staged, tombstones, key, sequence)
+        return EventsAgainstTombstones(staged, read, cutoff, remembered)
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
     return EventsAgainstTombstones(staged, read, cutoff)
@@ -65,8 +80,12 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     """Write the delete events left as this load's tombstones (and remove the expired) in one commit of
     the companion table; its metrics."""
     hints = request.hints
-    columns = [*hints.primary_key, *sequence_columns(len(hints.sequence_by))]
+    columns = [*event_key(request.disposition, hints), *sequence_columns(len(hints.sequence_by))]
     deletes = _delete_events(events.staged, columns) if hints.apply_as_deletes else None
+    if deletes is not None and events.remembered:  # scd2: each delete remembered once
+        rows = deletes.to_pylist()
+        new = [tuple(r[c] for c in columns) not in events.remembered for r in rows]
+        deletes = deletes.filter(pa.array(new, pa.bool_()))
     written = deletes.num_rows if deletes is not None else 0
     expired = events.read.expired(events.cutoff)
     earlier = events.read.rows is not None and load_id in set(events.read.rows[TOMBSTONE_LOAD_ID].to_pylist())
@@ -83,6 +102,22 @@ def _delete_events(staged, columns: list[str]) -> pa.Table:
         flagged = staged.arrow.filter(pc.fill_null(staged.arrow[HARD_DELETE_FLAG], False))
         return flagged.select(columns)
     return spark_to_arrow(staged.df.where(HARD_DELETE_FLAG).select(*columns))
+
+
+def _with_remembered_deletes(spark, staged, tombstones: list[dict], key, sequence):
+    """scd2: the staged events and, flagged as deletes, the remembered deletes of their keys (their
+    other columns null: a delete opens no version). Staging keeps scd2 events in Spark."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    schema = StructType([staged.df.schema[c] for c in (*key, *sequence)])
+    frame = spark.createDataFrame([tuple(t[c] for c in (*key, *sequence)) for t in tombstones], schema)
+    keys = staged.df.select(*(F.col(f"`{k}`") for k in key)).distinct()
+    frame = frame.join(keys, on=list(key), how="left_semi").withColumn(HARD_DELETE_FLAG, F.lit(True))
+    df = staged.df
+    if HARD_DELETE_FLAG not in df.columns:
+        df = df.withColumn(HARD_DELETE_FLAG, F.lit(False))
+    return dataclasses.replace(staged, df=df.unionByName(frame, allowMissingColumns=True))
 
 
 def _without_tombstoned(spark, staged, tombstones: list[dict], key, sequence):

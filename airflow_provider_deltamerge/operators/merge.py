@@ -89,10 +89,11 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param except_column_list: the event columns that do not (an op code, a log position).
     :param apply_as_deletes: with sequence_by, a SQL condition marking delete events (``"op = 'D'"``):
         the newest event of its key deletes the row and is remembered (a tombstone), so an older event
-        arriving later does not bring the key back (docs/CDC.md).
+        arriving later does not bring the key back; for scd2, a delete closes the version it falls
+        into, and every delete is remembered at its place (docs/CDC.md).
     :param apply_as_truncates: truncate events: not built yet (refused).
     :param tombstone_retention: how long a deleted key is remembered, in seconds or a timedelta
-        (default 7 days).
+        (default 7 days); not for scd2, whose deletes are kept as long as its history.
     :param columns: dlt's column schema: hints and data types per column, e.g.
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",

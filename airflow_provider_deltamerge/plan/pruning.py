@@ -5,7 +5,8 @@ Delta engines skip a target file only when the condition bounds the target's col
 batch row on that key, so bounding the join by the range changes no outcome, while every file whose
 statistics lie outside it is left unread and unrewritten. Plans whose clauses act on target rows the
 batch does not match (scd2's not-matched-by-source retirements) or that match on keys read from the
-target are never bounded.
+target are never bounded; scd2 of change events is, as its source holds only the batch's merge keys
+(its new versions and the table's versions of those keys it closes).
 
 Where a key column partitions the table and the batch holds few of its values, the bound names them
 (`t.day IN (...)`) instead of spanning their range: a range of partitions takes in every partition
@@ -26,7 +27,12 @@ from datetime import date, datetime
 from .expressions import TARGET, And, Cmp, Col, Expr, In, IsNull, Lit, Not, all_of
 from .merge import MergePlan, Operation, SourceShape
 
-_BOUNDED_SHAPES = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
+_BOUNDED_SHAPES = (
+    SourceShape.ROWS,
+    SourceShape.ROWS_WITH_FLAG,
+    SourceShape.DELETE_KEYS_AND_ROWS,
+    SourceShape.SCD2_EVENTS,  # its source holds the batch's keys only, and no clause acts on an unmatched row
+)
 
 
 @dataclass(frozen=True)

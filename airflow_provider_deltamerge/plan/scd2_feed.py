@@ -8,7 +8,9 @@ whatever their batching and arrival order. So a load:
   of a key, or, for a late event, the closed version it splits;
 - skips an event whose key and sequence the table holds a version at already (delivered again).
 A delete event (a flagged row, see spark/scd2_feed.py) closes the version it falls into at its
-sequence and opens none; a table version closed before the next version opens ends at a delete.
+sequence and opens none; a table version closed before the next version opens ends at a delete. The
+deletes of earlier loads (remembered at their place, tombstone_load.py) join a load's own as such
+points, so the commit lands on the version they were read at or is planned again.
 
 Target versions are found by (merge key, valid_from), which is unique in such a table. Options and
 their checks are in spec/cdc.py; Spark builds the source in spark/scd2_feed.py.
@@ -24,6 +26,7 @@ from .merge import ACTION, Clause, MergePlan, Operation, SourceShape
 from .scd2 import RETIRE_AT, Scd2Settings, retire_assignments
 
 SPLIT = HELPER_PREFIX + "split"  # helper column of 'retire' rows: the version was closed, and closes earlier
+BY_DELETE = HELPER_PREFIX + "by_delete"  # helper column: the version (new or retired) ends at a delete
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,9 @@ def plan_scd2_events(
             ),
             Clause("not_matched", "insert_all", eq(Col(ACTION, SOURCE), Lit("insert"))),
         ),
-        helper_columns=(ACTION, RETIRE_AT, SPLIT),
+        helper_columns=(ACTION, RETIRE_AT, SPLIT, BY_DELETE),
         retire=scope,
+        on_snapshot=True,  # the deletes of other loads, read with the plan, count up to this version
         reason=f"scd2 of events by merge key {list(merge_key)}: insert new versions, close the versions "
         "they fall into",
     )

@@ -2,8 +2,9 @@
 them into a key's history and closes the versions they fall into (rules: plan/scd2_feed.py).
 
 A staged row flagged as a delete (HARD_DELETE_FLAG, true where the event deletes its key) is a point of
-the history that opens no version: the version it falls into ends at its sequence. Nothing flags rows
-yet; a condition that says which events are deletes sets the flag in staging.
+the history that opens no version: the version it falls into ends at its sequence. `apply_as_deletes`
+sets the flag in staging; the deletes earlier loads remembered for the batch's keys join the staged
+rows, flagged, before this (tombstone_load.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
 from ..plan.scd2 import RETIRE_AT, Scd2Settings
-from ..plan.scd2_feed import SPLIT, FeedScope, plan_scd2_events
+from ..plan.scd2_feed import BY_DELETE, SPLIT, FeedScope, plan_scd2_events
 from ..spec.cdc import SEQUENCE
 from ..spec.naming import HELPER_PREFIX, ROW_ID
 from .frames import materialize
@@ -26,6 +27,7 @@ POINT = HELPER_PREFIX + "point"  # a sequence where a key's history changes: a v
 KIND = HELPER_PREFIX + "kind"  # what happens there (ordered: an end before a version opening there)
 OLD_TO = HELPER_PREFIX + "old_to"  # a table version's valid_to before this load
 NEXT = HELPER_PREFIX + "next"  # the next point of the key: where the version opened here ends
+NEXT_KIND = HELPER_PREFIX + "next_kind"  # what that next point is (END: the version ends at a delete)
 END, VERSION, EVENT = 0, 1, 2  # KIND: a delete, a table version, a new event's version
 
 
@@ -84,15 +86,17 @@ def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) ->
     )
     order = Window.partitionBy(*_cols(keys)).orderBy(F.col(POINT), F.col(KIND))
     points = points.withColumn(NEXT, F.lead(F.col(POINT)).over(order))
+    points = points.withColumn(NEXT_KIND, F.coalesce(F.lead(F.col(KIND)).over(order) == END, F.lit(False)))
     retired = points.filter((F.col(KIND) == VERSION) & ~F.col(OLD_TO).eqNullSafe(F.col(NEXT))).select(
         *_cols(keys),
         F.col(POINT).alias(scope.valid_from),
         F.col(NEXT).alias(RETIRE_AT),
         F.col(OLD_TO).isNotNull().alias(SPLIT),
+        F.col(NEXT_KIND).alias(BY_DELETE),
         F.lit("retire").alias(ACTION),
     )
     ends = points.filter(F.col(KIND) == EVENT).select(
-        *_cols(keys), F.col(POINT).alias(scope.valid_from), NEXT
+        *_cols(keys), F.col(POINT).alias(scope.valid_from), NEXT, F.col(NEXT_KIND).alias(BY_DELETE)
     )
     inserts = new.filter(~deletes).drop(HARD_DELETE_FLAG, scope.valid_to).join(ends, on=at, how="inner")
     inserts = inserts.withColumnRenamed(NEXT, scope.valid_to)
@@ -103,6 +107,7 @@ def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) ->
         F.lit("insert").alias(ACTION),
         F.lit(None).cast(retired.schema[RETIRE_AT].dataType).alias(RETIRE_AT),
         F.lit(False).alias(SPLIT),
+        F.col(BY_DELETE),
     )
     return materialize(inserts.unionByName(retired, allowMissingColumns=True))
 
@@ -110,6 +115,27 @@ def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) ->
 def versions_split(source: DataFrame) -> int:
     """How many closed table versions the source closes earlier (late events split them)."""
     return source.filter(F.col(SPLIT)).count() if SPLIT in source.columns else 0
+
+
+def versions_closed_by_deletes(source: DataFrame) -> int:
+    """How many versions the source makes end at a delete: new versions a delete closes, and table
+    versions whose end moves to a delete."""
+    return source.filter(F.col(BY_DELETE)).count() if BY_DELETE in source.columns else 0
+
+
+def written_versions_closed_by_deletes(staged: DataFrame, scope: FeedScope) -> int:
+    """For the first load of a table (written, not merged): how many of its versions end at a delete
+    of the batch."""
+    if HARD_DELETE_FLAG not in staged.columns:
+        return 0
+    keys = list(scope.merge_key)
+    ends = staged.filter(F.col(HARD_DELETE_FLAG)).select(
+        *_cols(keys), F.col(f"`{scope.valid_from}`").alias(POINT)
+    )
+    versions = staged.filter(~F.col(HARD_DELETE_FLAG)).select(
+        *_cols(keys), F.col(f"`{scope.valid_to}`").alias(POINT)
+    )
+    return versions.join(ends.distinct(), on=[*keys, POINT], how="left_semi").count()
 
 
 def _table_points(versions: DataFrame, scope: FeedScope) -> DataFrame:

@@ -152,7 +152,10 @@ def _prepared(
     if _dedups(disposition, hints):
         df = frames.keep_one_row_per_key(df, hints.primary_key, hints.dedup_sort)
     if hints.sequence_by and disposition.strategy == "scd2":  # every event a version (spark/scd2_feed.py)
-        df = cdc.event_columns(cdc.distinct_events(df, hints.merge_key, hints.sequence_by), hints)
+        df = cdc.distinct_events(df, hints.merge_key, hints.sequence_by)
+        if hints.apply_as_deletes:  # a delete closes the version it falls into and opens none
+            df = cdc.flag_delete_events(df, hints.apply_as_deletes)
+        df = cdc.event_columns(df, hints)
     elif hints.sequence_by:
         df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by, count_ties)
         if hints.apply_as_deletes:  # flagged before the columns it names may be left out

@@ -9,11 +9,14 @@ merge key, valid from its sequence until the next event's (plan/scd2_feed.py); s
 `apply_as_deletes` marks delete events (a SQL condition over an event). A delete that is the newest event
 of its key removes the row, and the key is remembered with the delete's sequence (a tombstone, kept in a
 companion table for `tombstone_retention` seconds) so that an older event arriving later does not bring
-the key back: an event applies only where it is newer than both the row and the key's tombstone.
+the key back: an event applies only where it is newer than both the row and the key's tombstone. For
+scd2 every delete is remembered at its place (key and sequence), as long as the history: a delete ends
+the version it falls into, whichever events arrive later.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -146,34 +149,56 @@ def _check_scd2_events(disposition: WriteDisposition, hints: TableHints) -> None
         )
 
 
+@dataclass(frozen=True)
+class Scd2EventCounts:
+    """What an scd2 load of change events did beyond its commit's metrics."""
+
+    versions_split: int = 0  # closed versions of the table closed earlier: a late event fell into them
+    deletes: int = 0  # delete events remembered for the first time (at their place in the history)
+    closed_by_deletes: int = 0  # versions (new, or of the table) this load made end at a delete
+
+
 def event_metrics(
-    hints: TableHints, events: int, commit_metrics: dict, versions_split: int | None = None
+    hints: TableHints, events: int, commit_metrics: dict, scd2: Scd2EventCounts | None = None
 ) -> dict[str, int]:
     """What a load of `events` change events did: applied (inserted, updated or deleted a row; for scd2,
-    inserted a version), or skipped as stale (older than, or the same as, the newest event of its key in
-    the batch, the row the table holds or the key's tombstone; for scd2, a version the table holds
-    already; a delete of a key the table does not hold changes no row and counts here, though its
-    tombstone is written). With apply_as_deletes: the rows deleted. `versions_split`, for scd2 only:
-    versions of the table closed earlier because a late event fell into them."""
+    inserted a version or remembered a delete), or skipped as stale (older than, or the same as, the
+    newest event of its key in the batch, the row the table holds or the key's tombstone; for scd2, a
+    version or a delete the table remembers already; a delete of a key the table does not hold changes
+    no row and counts here, though its tombstone is written). With apply_as_deletes: the rows deleted
+    (scd2: the deletes remembered, and the versions they closed). `scd2`, for scd2 only."""
     if not hints.sequence_by:
         return {}
-    scd2 = versions_split is not None
-    changed = (
-        ("numTargetRowsInserted",)
-        if scd2
-        else ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
-    )
-    applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
+    if scd2 is not None:
+        applied = int(commit_metrics.get("numTargetRowsInserted") or 0) + scd2.deletes
+    else:
+        changed = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+        applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
     metrics = {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
     if hints.apply_as_deletes:
-        metrics["numEventsDeleted"] = int(commit_metrics.get("numTargetRowsDeleted") or 0)
-    if scd2:
-        metrics["numVersionsSplit"] = versions_split
+        deleted = scd2.deletes if scd2 is not None else commit_metrics.get("numTargetRowsDeleted")
+        metrics["numEventsDeleted"] = int(deleted or 0)
+    if scd2 is not None:
+        metrics["numVersionsSplit"] = scd2.versions_split
+    if scd2 is not None and hints.apply_as_deletes:
+        metrics["numVersionsClosedByDeletes"] = scd2.closed_by_deletes
     return metrics
 
 
+def check_scd2_retention(disposition: WriteDisposition, hints: TableHints, retention: int) -> None:
+    """scd2 of change events keeps its deletes as long as its history: a retention would let a late event
+    run past a forgotten delete, so one other than the default is refused."""
+    if disposition.strategy == "scd2" and hints.sequence_by and retention != DEFAULT_TOMBSTONE_RETENTION:
+        raise ConfigError(
+            "tombstone_retention",
+            "does not apply to scd2: its deletes are kept as long as its history, or a late event would "
+            "run past a forgotten delete and reopen the version it closed. Remove tombstone_retention",
+        )
+
+
 def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) -> None:
-    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; truncates: not built."""
+    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; truncates: not built.
+    For scd2, every delete is remembered at its place in the history (tombstone_load.py)."""
     if hints.apply_as_truncates:
         raise ConfigError(
             "apply_as_truncates",
@@ -193,13 +218,6 @@ def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) ->
             "apply_as_deletes",
             f"and the hard_delete hint on {hints.hard_delete!r} both mark deletes; give apply_as_deletes "
             "alone, e.g. apply_as_deletes=\"op = 'D'\"",
-        )
-    if disposition.strategy == "scd2":
-        raise ConfigError(
-            "apply_as_deletes",
-            "is not built yet for scd2: every delete would have to be remembered at its place in the "
-            "history, or a late event would reopen a version a delete closed. Use strategy 'upsert' for "
-            "a feed with deletes, or load the scd2 history without them",
         )
 
 

@@ -25,6 +25,7 @@ from .cdc import (
     check_cdc,
     check_column_list,
     check_condition,
+    check_scd2_retention,
     check_sequence_by,
     check_tombstone_retention,
 )
@@ -315,6 +316,7 @@ class LoadRequest:
         }
         events = {**events, **conditions}
         check_cdc(disposition, dataclasses.replace(hints, **events))
+        check_scd2_retention(disposition, dataclasses.replace(hints, **events), self.tombstone_retention)
         if is_change_feed(self.source):  # the upstream's commit version is the cursor
             object.__setattr__(self, "incremental", feed_incremental(self.incremental))
             check_feed_load(disposition.strategy, self.sequence_by)

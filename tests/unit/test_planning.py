@@ -170,6 +170,20 @@ def test_a_merge_is_bounded_by_the_batch_key_ranges_only_where_no_unmatched_targ
     assert bounded(append, ranges) == append
 
 
+def test_an_scd2_merge_of_events_is_bounded_by_the_batch_merge_key_ranges():
+    """Its source holds the batch's keys only (new versions, and the table's versions of those keys it
+    closes), and no clause acts on an unmatched target row: a version outside the range is untouched."""
+    from airflow_provider_deltamerge.plan.expressions import Cmp
+    from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded, read_scope
+    from airflow_provider_deltamerge.plan.scd2 import Scd2Settings
+    from airflow_provider_deltamerge.plan.scd2_feed import plan_scd2_events
+
+    events = plan_scd2_events(Scd2Settings(), ("id",), table_exists=True, batch_empty=False)
+    on = bounded(events, (KeyRange("id", 3, 8),)).on
+    assert on.operands[-2:] == (Cmp(">=", Col("id", TARGET), Lit(3)), Cmp("<=", Col("id", TARGET), Lit(8)))
+    assert read_scope(bounded(events, (KeyRange("id", 3, 8, (3, 8)),)), ("id",)) == ()  # read: all of it
+
+
 def test_a_merge_names_the_partitions_of_the_batch_where_it_lists_them():
     from airflow_provider_deltamerge.plan.expressions import Cmp, Col, In, Lit
     from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded
