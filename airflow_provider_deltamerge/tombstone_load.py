@@ -10,6 +10,8 @@ Each attempt of a load's commit (load.py plans again when another writer committ
    plan was made on, or the attempt is planned again. A load whose commit landed up to that version
    committed its tombstones before it, so this attempt read them: no event of a key another load
    deleted later is inserted, whichever load committed first.
+A truncate (`apply_as_truncates`) is a tombstone of the whole table, its key columns null
+(truncate_load.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import truncate_load
 from .delta.delta_rs import spark_to_arrow
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
@@ -36,6 +39,7 @@ class EventsAgainstTombstones:
     staged: object  # spark.stage.StagedBatch: the events newer than their key's tombstone
     read: TombstoneRead
     cutoff: datetime  # tombstones written before it are expired
+    truncate: tuple | None = None  # the sequence of the batch's truncate, newer than the remembered ones
 
 
 def against_tombstones(
@@ -49,16 +53,18 @@ def against_tombstones(
     read = read_tombstones(
         table_path(request.dataset, tombstones_table(request.table)), request.store_options
     )
-    if read.rows is None and not hints.apply_as_deletes:
+    if read.rows is None and not (hints.apply_as_deletes or hints.apply_as_truncates):
         return None
     cutoff = datetime.now(timezone.utc) - timedelta(seconds=request.tombstone_retention)
     completed = {r["load_id"] for r in stored.loads_of(None, request.table)}
     completed |= {c.load_id for c in writer.history(request.table_path, HISTORY_DEPTH) if c.load_id}
     key, sequence = hints.primary_key, sequence_columns(len(hints.sequence_by))
     tombstones = read.honoured(completed, load_id, cutoff, [*key, *sequence])
+    tombstones, remembered = truncate_load.split(tombstones, key, sequence)  # a truncate: a null key
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
-    return EventsAgainstTombstones(staged, read, cutoff)
+    staged, truncate = truncate_load.against_truncates(staged, remembered, key, sequence)
+    return EventsAgainstTombstones(staged, read, cutoff, truncate)
 
 
 def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, load_id: str) -> dict[str, int]:
@@ -66,7 +72,8 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     the companion table; its metrics."""
     hints = request.hints
     columns = [*hints.primary_key, *sequence_columns(len(hints.sequence_by))]
-    deletes = _delete_events(events.staged, columns) if hints.apply_as_deletes else None
+    marked = hints.apply_as_deletes or hints.apply_as_truncates  # a truncate is flagged as a delete
+    deletes = _delete_events(events.staged, columns) if marked else None
     written = deletes.num_rows if deletes is not None else 0
     expired = events.read.expired(events.cutoff)
     earlier = events.read.rows is not None and load_id in set(events.read.rows[TOMBSTONE_LOAD_ID].to_pylist())

@@ -10,6 +10,10 @@ merge key, valid from its sequence until the next event's (plan/scd2_feed.py); s
 of its key removes the row, and the key is remembered with the delete's sequence (a tombstone, kept in a
 companion table for `tombstone_retention` seconds) so that an older event arriving later does not bring
 the key back: an event applies only where it is newer than both the row and the key's tombstone.
+
+`apply_as_truncates` marks truncate events (whose key columns may be null): a truncate removes every row
+older than it, and is remembered as a tombstone of the whole table (a tombstone row with null key
+columns), so that an event of any key older than it is stale, in its batch and in later loads.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ TOMBSTONE_LOAD_ID = SYSTEM_PREFIX + "_load_id"  # the load that wrote a tombston
 TOMBSTONE_WRITTEN_AT = (
     SYSTEM_PREFIX + "_written_at"
 )  # when it was written (UTC): its retention counts from it
+EVENTS_TRUNCATED = "numEventsTruncated"  # truncate events applied (apply_as_truncates)
+ROWS_TRUNCATED = "numTargetRowsTruncated"  # rows of the table they removed
 DEFAULT_TOMBSTONE_RETENTION = int(timedelta(days=7).total_seconds())  # Delta's default log retention too
 
 
@@ -147,14 +153,20 @@ def _check_scd2_events(disposition: WriteDisposition, hints: TableHints) -> None
 
 
 def event_metrics(
-    hints: TableHints, events: int, commit_metrics: dict, versions_split: int | None = None
+    hints: TableHints,
+    events: int,
+    commit_metrics: dict,
+    versions_split: int | None = None,
+    truncated: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """What a load of `events` change events did: applied (inserted, updated or deleted a row; for scd2,
     inserted a version), or skipped as stale (older than, or the same as, the newest event of its key in
     the batch, the row the table holds or the key's tombstone; for scd2, a version the table holds
     already; a delete of a key the table does not hold changes no row and counts here, though its
     tombstone is written). With apply_as_deletes: the rows deleted. `versions_split`, for scd2 only:
-    versions of the table closed earlier because a late event fell into them."""
+    versions of the table closed earlier because a late event fell into them. `truncated`, with
+    apply_as_truncates: the truncate events applied (EVENTS_TRUNCATED, an applied event too) and the rows
+    they removed (ROWS_TRUNCATED, which are no event's delete)."""
     if not hints.sequence_by:
         return {}
     scd2 = versions_split is not None
@@ -163,23 +175,23 @@ def event_metrics(
         if scd2
         else ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
     )
-    applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
+    truncated = truncated or {}
+    removed = truncated.get(ROWS_TRUNCATED, 0)
+    applied = sum(int(commit_metrics.get(k) or 0) for k in changed) - removed
+    applied += truncated.get(EVENTS_TRUNCATED, 0)
     metrics = {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
     if hints.apply_as_deletes:
-        metrics["numEventsDeleted"] = int(commit_metrics.get("numTargetRowsDeleted") or 0)
+        metrics["numEventsDeleted"] = int(commit_metrics.get("numTargetRowsDeleted") or 0) - removed
+    metrics.update(truncated)
     if scd2:
         metrics["numVersionsSplit"] = versions_split
     return metrics
 
 
 def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) -> None:
-    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; truncates: not built."""
+    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; so do truncates."""
     if hints.apply_as_truncates:
-        raise ConfigError(
-            "apply_as_truncates",
-            "is not built yet: truncate events are not applied. Load the events without it (and truncate "
-            "the table with a replace load where needed)",
-        )
+        _check_truncates(disposition, hints)
     if not hints.apply_as_deletes:
         return
     if not hints.sequence_by:
@@ -200,6 +212,24 @@ def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) ->
             "is not built yet for scd2: every delete would have to be remembered at its place in the "
             "history, or a late event would reopen a version a delete closed. Use strategy 'upsert' for "
             "a feed with deletes, or load the scd2 history without them",
+        )
+
+
+def _check_truncates(disposition: WriteDisposition, hints: TableHints) -> None:
+    """apply_as_truncates: a truncate removes the rows older than it, so it needs events (sequence_by) of
+    an upsert (SCD type 1, as in AUTO CDC)."""
+    if not hints.sequence_by:
+        raise ConfigError(
+            "apply_as_truncates",
+            "marks truncate events, which remove the rows older than them and make older events arriving "
+            "later stale: give sequence_by too, the order of the events (to empty a table without events, "
+            "load it with write_disposition='replace')",
+        )
+    if disposition.strategy == "scd2":
+        raise ConfigError(
+            "apply_as_truncates",
+            "is for an upsert of change events (SCD type 1), not scd2: a history keeps the versions a "
+            "truncate would remove. Use strategy 'upsert', or load the scd2 history without it",
         )
 
 
