@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import earlier_loads, insert_only, nested_load, staged_arrow, tombstone_load
+from . import earlier_loads, insert_only, nested_load, staged_arrow, tombstone_load, truncate_load
 from .change_feed_source import FeedReader
 from .delta import recovery, store
 from .delta.child_tables import refuse_loading_a_child_table
@@ -246,7 +246,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     staged = load.staged  # change events: less those older than their key's tombstone (tombstone_load)
     events = tombstone_load.against_tombstones(spark, writer, request, staged, load_id, load.stored)
     staged = events.staged if events is not None else staged
-    staged, plan = _plan(spark, staged, request, table, load_id, _replace_where(writer, load))
+    truncate = events.truncate if events is not None else None  # a truncate event newer than the table's
+    staged, plan = _plan(spark, staged, request, table, load_id, _replace_where(writer, load), truncate)
     plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
     base_metrics = {
         "table": request.table,
@@ -289,6 +290,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     scd2_counts = _scd2_event_counts(request, plan, source, staged.df)
+    truncated = truncate_load.truncate_metrics(spark, writer, table, staged, truncate, request)
     tombstones = {}
     if events is not None:  # before the table's commit, the load's commit point
         tombstones = tombstone_load.commit_tombstones(events, request, load_id)
@@ -303,7 +305,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
     metrics = {
         **result.metrics,
-        **event_metrics(request.hints, staged.rows_extracted, result.metrics, scd2_counts),
+        **event_metrics(request.hints, staged.rows_extracted, result.metrics, scd2_counts, truncated),
         **tombstones,
         **base_metrics,
         "load_id": load_id,
@@ -400,7 +402,7 @@ def _partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
     return tuple(table.partition_columns) if merges and table is not None else ()
 
 
-def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None):
+def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None, truncate=None):
     """The staged batch aligned to the table as it is now, and the plan of its commit."""
     if request.disposition.scd2 is not None and request.hints.sequence_by:
         return stage_scd2_events(staged, request, table, load_id)
@@ -414,6 +416,7 @@ def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_wher
         hard_delete=staged.hard_delete,
         replace_where=replace_where,
         table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
+        truncate=truncate,
     )
     table_schema = table.schema if table is not None else None
     if staged_arrow.needs_spark(staged, plan, table_schema):

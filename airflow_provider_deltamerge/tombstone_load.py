@@ -16,6 +16,9 @@ expires one (its history is kept forever, and a forgotten delete would let a lat
 step 1 adds the remembered deletes of the batch's keys to the staged events, flagged, so they end the
 versions they fall into like the batch's own (spark/scd2_feed.py); step 2 writes the batch's deletes
 not remembered yet.
+
+A truncate (`apply_as_truncates`) is a tombstone of the whole table, its key columns null
+(truncate_load.py).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import truncate_load
 from .delta.delta_rs import spark_to_arrow
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
@@ -45,6 +49,7 @@ class EventsAgainstTombstones:
     read: TombstoneRead
     cutoff: datetime  # tombstones written before it are expired
     remembered: frozenset = frozenset()  # scd2: (key..., sequence) of the deletes remembered already
+    truncate: tuple | None = None  # the sequence of the batch's truncate, newer than the remembered ones
 
 
 def against_tombstones(
@@ -58,7 +63,7 @@ def against_tombstones(
     read = read_tombstones(
         table_path(request.dataset, tombstones_table(request.table)), request.store_options
     )
-    if read.rows is None and not hints.apply_as_deletes:
+    if read.rows is None and not (hints.apply_as_deletes or hints.apply_as_truncates):
         return None
     scd2 = request.disposition.strategy == "scd2"
     cutoff = NEVER if scd2 else datetime.now(timezone.utc) - timedelta(seconds=request.tombstone_retention)
@@ -70,10 +75,12 @@ def against_tombstones(
         remembered = frozenset(tuple(t[c] for c in (*key, *sequence)) for t in tombstones)
         if tombstones:
             staged = _with_remembered_deletes(spark, staged, tombstones, key, sequence)
-        return EventsAgainstTombstones(staged, read, cutoff, remembered)
+        return EventsAgainstTombstones(staged, read, cutoff, remembered=remembered)
+    tombstones, remembered = truncate_load.split(tombstones, key, sequence)  # a truncate: a null key
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
-    return EventsAgainstTombstones(staged, read, cutoff)
+    staged, truncate = truncate_load.against_truncates(staged, remembered, key, sequence)
+    return EventsAgainstTombstones(staged, read, cutoff, truncate=truncate)
 
 
 def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, load_id: str) -> dict[str, int]:
@@ -81,7 +88,8 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     the companion table; its metrics."""
     hints = request.hints
     columns = [*event_key(request.disposition, hints), *sequence_columns(len(hints.sequence_by))]
-    deletes = _delete_events(events.staged, columns) if hints.apply_as_deletes else None
+    marked = hints.apply_as_deletes or hints.apply_as_truncates  # a truncate is flagged as a delete
+    deletes = _delete_events(events.staged, columns) if marked else None
     if deletes is not None and events.remembered:  # scd2: each delete remembered once
         rows = deletes.to_pylist()
         new = [tuple(r[c] for c in columns) not in events.remembered for r in rows]

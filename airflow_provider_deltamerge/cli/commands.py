@@ -126,6 +126,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "column_list": args.column_list or None,
         "except_column_list": args.except_column_list or None,
         "apply_as_deletes": args.apply_as_deletes,
+        "apply_as_truncates": args.apply_as_truncates,
         **({"tombstone_retention": args.tombstone_retention} if args.tombstone_retention is not None else {}),
         "columns": args.columns,
         "schema_contract": args.schema_contract,

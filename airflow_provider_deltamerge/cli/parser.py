@@ -195,6 +195,11 @@ def _add_load(load: argparse.ArgumentParser) -> None:
         help="change events: SQL condition of a delete, e.g. \"op = 'D'\"",
     )
     semantics.add_argument(
+        "--apply-as-truncates",
+        metavar="CONDITION",
+        help="change events: SQL condition of a truncate, e.g. \"op = 'T'\"",
+    )
+    semantics.add_argument(
         "--tombstone-retention",
         type=int,
         metavar="SECONDS",

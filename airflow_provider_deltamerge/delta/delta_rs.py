@@ -331,6 +331,8 @@ def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
     condition = render(clause.condition, dialect) if clause.condition is not None else None
     if clause.when == "matched" and clause.action == "delete":
         return merger.when_matched_delete(predicate=condition)
+    if clause.when == "not_matched_by_source" and clause.action == "delete":
+        return merger.when_not_matched_by_source_delete(predicate=condition)
     if clause.when == "matched" and clause.action == "update_all":
         return merger.when_matched_update_all(predicate=condition, except_cols=helpers or None)
     if clause.when == "not_matched" and clause.action == "insert_all":

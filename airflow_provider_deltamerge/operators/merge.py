@@ -91,9 +91,11 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         the newest event of its key deletes the row and is remembered (a tombstone), so an older event
         arriving later does not bring the key back; for scd2, a delete closes the version it falls
         into, and every delete is remembered at its place (docs/CDC.md).
-    :param apply_as_truncates: truncate events: not built yet (refused).
-    :param tombstone_retention: how long a deleted key is remembered, in seconds or a timedelta
-        (default 7 days); not for scd2, whose deletes are kept as long as its history.
+    :param apply_as_truncates: with sequence_by (upsert only), a SQL condition marking truncate events
+        (``"op = 'T'"``, key columns may be null): it removes every row older than it, and events older
+        than it, arriving in its batch or later, are skipped (docs/CDC.md).
+    :param tombstone_retention: how long a deleted key (or a truncate) is remembered, in seconds or a
+        timedelta (default 7 days); not for scd2, whose deletes are kept as long as its history.
     :param columns: dlt's column schema: hints and data types per column, e.g.
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
@@ -133,6 +135,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "column_list",
         "except_column_list",
         "apply_as_deletes",
+        "apply_as_truncates",
         "columns",
         "schema_contract",
         "incremental",

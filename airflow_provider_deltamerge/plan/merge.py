@@ -13,7 +13,7 @@ from enum import Enum
 
 from ..spec.cdc import sequence_columns
 from ..spec.options import TableHints, WriteDisposition
-from .cdc import newer_than_target
+from .cdc import newer_than_target, not_newer_than
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
@@ -89,6 +89,7 @@ def plan_load(
     hard_delete: bool,
     replace_where: Expr | None = None,
     table_columns: tuple[str, ...] | None = None,
+    truncate: tuple | None = None,
 ) -> MergePlan:
     """The plan for one load of a non-scd2 disposition.
 
@@ -96,6 +97,8 @@ def plan_load(
     sequence columns the table has: plan/cdc.py).
     `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
     `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
+    `truncate`: the sequence of the batch's truncate event (apply_as_truncates), which removes the rows
+    not newer than it.
     """
     cluster_by = hints.primary_key or hints.merge_key  # files a later merge can skip by key
     if disposition.disposition == "replace":
@@ -127,7 +130,7 @@ def plan_load(
             reason=f"{disposition.label} into a new table",
         )
     if strategy == "upsert":
-        upsert = _plan_upsert(hints, flag, table_columns)
+        upsert = _plan_upsert(hints, flag, table_columns, truncate)
         return dataclasses.replace(upsert, unique_key=unique, strategy=strategy)
     if strategy == "insert-only":
         return MergePlan(
@@ -142,10 +145,13 @@ def plan_load(
     return _plan_delete_insert(hints, flag)
 
 
-def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns: tuple[str, ...] | None):
+def _plan_upsert(
+    hints: TableHints, flag: tuple[str, ...], table_columns: tuple[str, ...] | None, truncate=None
+):
     on = keys_equal(hints.primary_key, hints.primary_key)
     if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
-        return _plan_events(hints, on, flag, table_columns)
+        plan = _plan_events(hints, on, flag, table_columns)
+        return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
     if not flag:
         clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
         return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert")
@@ -192,6 +198,15 @@ def _plan_events(hints: TableHints, on: Expr, flag: tuple[str, ...], table_colum
         on_snapshot=True,
         reason="upsert of newer events, deletes among them",
     )
+
+
+def _with_truncate(plan: MergePlan, hints: TableHints, table_columns, truncate: tuple) -> MergePlan:
+    """A truncate event at `truncate`: the rows no event of the batch matches, not newer than it, are
+    deleted too. The batch holds no event as old as the truncate (tombstone_load.py), so an event that
+    matches a row is newer than the truncate and updates or deletes that row as usual."""
+    older = not_newer_than(sequence_columns(len(hints.sequence_by)), truncate, table_columns)
+    clauses = (*plan.clauses, Clause("not_matched_by_source", "delete", condition=older))
+    return dataclasses.replace(plan, clauses=clauses, reason=plan.reason + ", a truncate among them")
 
 
 def _plan_delete_insert(hints: TableHints, flag: tuple[str, ...]) -> MergePlan:

@@ -22,6 +22,7 @@ from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 VERSIONS = "__versions"
 TIES = HELPER_PREFIX + "ties"  # per staged event: its key's events that tie with another at one sequence
 TOMBSTONE_PREFIX = HELPER_PREFIX + "tomb_"  # the tombstones' columns, beside the events' in a join
+TRUNCATE_FLAG = HELPER_PREFIX + "tr"  # while staging: true where the event is a truncate
 
 
 def check_ordered_events(df: DataFrame, primary_key: tuple[str, ...], sequence: tuple[str, ...]) -> None:
@@ -122,6 +123,50 @@ def check_condition(df: DataFrame, argument: str, condition: str) -> None:
 def flag_delete_events(df: DataFrame, condition: str) -> DataFrame:
     """The __hd flag of the merge: true where the event is a delete (`apply_as_deletes`), never null."""
     return df.withColumn(HARD_DELETE_FLAG, F.coalesce(F.expr(condition), F.lit(False)))
+
+
+def flag_truncate_events(df: DataFrame, condition: str, primary_key: tuple[str, ...]) -> DataFrame:
+    """TRUNCATE_FLAG (never null) where the event is a truncate (`apply_as_truncates`), and its key
+    columns nulled: a truncate belongs to no key, so the batch's truncates are one key's events (the
+    newest of them wins) and none competes with a key's events."""
+    flagged = df.withColumn(TRUNCATE_FLAG, F.coalesce(F.expr(condition), F.lit(False)))
+    for column in primary_key:
+        kept = F.when(F.col(TRUNCATE_FLAG), F.lit(None)).otherwise(F.col(f"`{column}`"))
+        flagged = flagged.withColumn(column, kept)
+    return flagged
+
+
+def null_counts(columns: list[str], primary_key: tuple[str, ...]) -> list:
+    """The stage step's `null:<column>` counts (spark/profile.py) where events may be truncates: their
+    key columns are null by design, so a key column counts only the other events' nulls."""
+    counts = []
+    for column in columns:
+        quoted = "`" + column.replace("`", "``") + "`"
+        outside = f" AND NOT `{TRUNCATE_FLAG}`" if column in primary_key else ""
+        counts.append(F.expr(f"count_if({quoted} IS NULL{outside})").alias(f"null:{column}"))
+    return counts
+
+
+def truncates_as_deletes(df: DataFrame) -> DataFrame:
+    """The __hd flag set on the (newest) truncate event too, which so inserts nothing and is remembered
+    with the tombstones; TRUNCATE_FLAG dropped: a flagged row with a null key is the truncate."""
+    flag = F.col(TRUNCATE_FLAG)
+    if HARD_DELETE_FLAG in df.columns:
+        flag = F.col(HARD_DELETE_FLAG) | flag
+    return df.withColumn(HARD_DELETE_FLAG, flag).drop(TRUNCATE_FLAG)
+
+
+def newer_than(sequence: tuple[str, ...], values: tuple):
+    """The event's sequence greater than `values` (compared in order, the first that differs decides)."""
+    return ~_not_newer([F.col(f"`{c}`") for c in sequence], [F.lit(v) for v in values])
+
+
+def not_newer_rows(df: DataFrame, sequence: tuple[str, ...], values: tuple) -> DataFrame:
+    """The rows whose sequence is not newer than `values`, or null: those a truncate at `values` removes
+    (all of them where `sequence` is empty: the table has no sequence yet)."""
+    if not sequence:
+        return df
+    return df.where(F.col(f"`{sequence[0]}`").isNull() | ~newer_than(sequence, values))
 
 
 def without_tombstoned(

@@ -72,10 +72,15 @@ def stage_batch(
             return _empty(df, load_id)
     key_columns = list(dict.fromkeys(c for columns in keys.values() for c in columns))
     raw = df
+    nulls = profile.null_counts(df, key_columns)
+    if hints.apply_as_truncates:  # refused before any job; a truncate's key columns may be null
+        cdc.check_condition(df, "apply_as_truncates", hints.apply_as_truncates)
+        df = cdc.flag_truncate_events(df, hints.apply_as_truncates, hints.primary_key)
+        nulls = cdc.null_counts(key_columns, hints.primary_key)
     if profile.observes_in_pass(df):
-        df, raw_profile = profile.with_observed(df, profile.null_counts(df, key_columns))
+        df, raw_profile = profile.with_observed(df, nulls)
     else:  # one job over the source for what only the raw batch shows
-        counted = profile.aggregated(df, profile.null_counts(df, key_columns))
+        counted = profile.aggregated(df, nulls)
         raw_profile = lambda: counted  # noqa: E731
     if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
         cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
@@ -160,6 +165,8 @@ def _prepared(
         df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by, count_ties)
         if hints.apply_as_deletes:  # flagged before the columns it names may be left out
             df = cdc.flag_delete_events(df, hints.apply_as_deletes)
+        if hints.apply_as_truncates:
+            df = cdc.truncates_as_deletes(df)
         df = cdc.event_columns(df, hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)

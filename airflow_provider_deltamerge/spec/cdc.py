@@ -12,6 +12,10 @@ companion table for `tombstone_retention` seconds) so that an older event arrivi
 the key back: an event applies only where it is newer than both the row and the key's tombstone. For
 scd2 every delete is remembered at its place (key and sequence), as long as the history: a delete ends
 the version it falls into, whichever events arrive later.
+
+`apply_as_truncates` marks truncate events (whose key columns may be null): a truncate removes every row
+older than it, and is remembered as a tombstone of the whole table (a tombstone row with null key
+columns), so that an event of any key older than it is stale, in its batch and in later loads.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ TOMBSTONE_LOAD_ID = SYSTEM_PREFIX + "_load_id"  # the load that wrote a tombston
 TOMBSTONE_WRITTEN_AT = (
     SYSTEM_PREFIX + "_written_at"
 )  # when it was written (UTC): its retention counts from it
+EVENTS_TRUNCATED = "numEventsTruncated"  # truncate events applied (apply_as_truncates)
+ROWS_TRUNCATED = "numTargetRowsTruncated"  # rows of the table they removed
 DEFAULT_TOMBSTONE_RETENTION = int(timedelta(days=7).total_seconds())  # Delta's default log retention too
 
 
@@ -159,25 +165,39 @@ class Scd2EventCounts:
 
 
 def event_metrics(
-    hints: TableHints, events: int, commit_metrics: dict, scd2: Scd2EventCounts | None = None
+    hints: TableHints,
+    events: int,
+    commit_metrics: dict,
+    scd2: Scd2EventCounts | None = None,
+    truncated: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """What a load of `events` change events did: applied (inserted, updated or deleted a row; for scd2,
     inserted a version or remembered a delete), or skipped as stale (older than, or the same as, the
     newest event of its key in the batch, the row the table holds or the key's tombstone; for scd2, a
     version or a delete the table remembers already; a delete of a key the table does not hold changes
     no row and counts here, though its tombstone is written). With apply_as_deletes: the rows deleted
-    (scd2: the deletes remembered, and the versions they closed). `scd2`, for scd2 only."""
+    (scd2: the deletes remembered, and the versions they closed). `scd2`, for scd2 only. `truncated`,
+    with apply_as_truncates: the truncate events applied (EVENTS_TRUNCATED, an applied event too) and
+    the rows they removed (ROWS_TRUNCATED, which are no event's delete)."""
     if not hints.sequence_by:
         return {}
+    truncated = truncated or {}
+    removed = truncated.get(ROWS_TRUNCATED, 0)
     if scd2 is not None:
         applied = int(commit_metrics.get("numTargetRowsInserted") or 0) + scd2.deletes
     else:
         changed = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
-        applied = sum(int(commit_metrics.get(k) or 0) for k in changed)
+        applied = sum(int(commit_metrics.get(k) or 0) for k in changed) - removed
+        applied += truncated.get(EVENTS_TRUNCATED, 0)
     metrics = {"numEventsApplied": applied, "numEventsSkippedStale": events - applied}
     if hints.apply_as_deletes:
-        deleted = scd2.deletes if scd2 is not None else commit_metrics.get("numTargetRowsDeleted")
+        deleted = (
+            scd2.deletes
+            if scd2 is not None
+            else int(commit_metrics.get("numTargetRowsDeleted") or 0) - removed
+        )
         metrics["numEventsDeleted"] = int(deleted or 0)
+    metrics.update(truncated)
     if scd2 is not None:
         metrics["numVersionsSplit"] = scd2.versions_split
     if scd2 is not None and hints.apply_as_deletes:
@@ -197,14 +217,10 @@ def check_scd2_retention(disposition: WriteDisposition, hints: TableHints, reten
 
 
 def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) -> None:
-    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; truncates: not built.
+    """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; so do truncates.
     For scd2, every delete is remembered at its place in the history (tombstone_load.py)."""
     if hints.apply_as_truncates:
-        raise ConfigError(
-            "apply_as_truncates",
-            "is not built yet: truncate events are not applied. Load the events without it (and truncate "
-            "the table with a replace load where needed)",
-        )
+        _check_truncates(disposition, hints)
     if not hints.apply_as_deletes:
         return
     if not hints.sequence_by:
@@ -218,6 +234,24 @@ def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) ->
             "apply_as_deletes",
             f"and the hard_delete hint on {hints.hard_delete!r} both mark deletes; give apply_as_deletes "
             "alone, e.g. apply_as_deletes=\"op = 'D'\"",
+        )
+
+
+def _check_truncates(disposition: WriteDisposition, hints: TableHints) -> None:
+    """apply_as_truncates: a truncate removes the rows older than it, so it needs events (sequence_by) of
+    an upsert (SCD type 1, as in AUTO CDC)."""
+    if not hints.sequence_by:
+        raise ConfigError(
+            "apply_as_truncates",
+            "marks truncate events, which remove the rows older than them and make older events arriving "
+            "later stale: give sequence_by too, the order of the events (to empty a table without events, "
+            "load it with write_disposition='replace')",
+        )
+    if disposition.strategy == "scd2":
+        raise ConfigError(
+            "apply_as_truncates",
+            "is for an upsert of change events (SCD type 1), not scd2: a history keeps the versions a "
+            "truncate would remove. Use strategy 'upsert', or load the scd2 history without it",
         )
 
 

@@ -262,7 +262,7 @@ class LoadRequest:
     column_list: Any = None  # change events: the columns stored, or
     except_column_list: Any = None  # the columns not stored
     apply_as_deletes: str | None = None  # change events: a SQL condition marking deletes (spec/cdc.py)
-    apply_as_truncates: str | None = None  # change events: truncates (refused: not built yet)
+    apply_as_truncates: str | None = None  # change events: a SQL condition marking truncates (spec/cdc.py)
     tombstone_retention: Any = DEFAULT_TOMBSTONE_RETENTION  # seconds a deleted key is remembered
     columns: Any = None
     schema_contract: Any = None

@@ -189,7 +189,6 @@ def test_a_load_planned_before_another_deleted_its_key_does_not_bring_the_key_ba
         ({"apply_as_deletes": "kind = 'D'"}, "apply_as_deletes", "is not a condition over the events"),
         ({"apply_as_deletes": "seq + 1"}, "apply_as_deletes", "not a condition"),
         ({"apply_as_deletes": "  "}, "apply_as_deletes", "is not a SQL condition"),
-        ({"apply_as_truncates": "op = 'T'"}, "apply_as_truncates", "not built yet"),
         ({"tombstone_retention": 0}, "tombstone_retention", "is not a duration"),
     ],
 )

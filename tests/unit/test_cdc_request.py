@@ -87,3 +87,48 @@ def test_the_operator_and_the_load_command_take_apply_as_deletes():
     command += ["--apply-as-deletes", "op = 'D'", "--tombstone-retention", "120"]
     arguments = load_arguments(build_parser().parse_args(command))
     assert (arguments["apply_as_deletes"], arguments["tombstone_retention"]) == ("op = 'D'", 120)
+
+
+def test_the_operator_and_the_load_command_take_apply_as_truncates():
+    operator = DeltaMergeOperator(
+        task_id="cdc",
+        source={"table": "events"},
+        dataset="/tmp/d",
+        table_name="t",
+        write_disposition=UPSERT,
+        primary_key="id",
+        sequence_by="seq",
+        apply_as_truncates="op = 'T'",
+    )
+    assert operator.load_arguments({})["apply_as_truncates"] == "op = 'T'"
+    assert "apply_as_truncates" in DeltaMergeOperator.template_fields
+    command = ["load", "/tmp/d", "t", "--source", "events", "--sequence-by", "seq"]
+    command += ["--apply-as-truncates", "op = 'T'"]
+    arguments = load_arguments(build_parser().parse_args(command))
+    assert arguments["apply_as_truncates"] == "op = 'T'"
+    request = LoadRequest.create(
+        dataset="/tmp/d",
+        table_name="t",
+        write_disposition=UPSERT,
+        primary_key="id",
+        sequence_by="seq",
+        apply_as_truncates=" op = 'T' ",
+    )
+    assert request.hints.apply_as_truncates == "op = 'T'"
+    assert LoadRequest.from_json(request.to_json()).hints == request.hints
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ({"sequence_by": None}, "give sequence_by too"),
+        ({"write_disposition": {"disposition": "merge", "strategy": "scd2"}, "merge_key": "id"}, "not scd2"),
+        ({"apply_as_truncates": 3}, "is not a SQL condition"),
+    ],
+)
+def test_apply_as_truncates_is_refused_where_it_has_no_meaning(arguments, why):
+    given = {"dataset": "/tmp/d", "table_name": "t", "write_disposition": UPSERT, "primary_key": "id"}
+    given.update({"sequence_by": "seq", "apply_as_truncates": "op = 'T'"})
+    with pytest.raises(ConfigError, match=why) as refused:
+        LoadRequest.create(**{**given, **arguments})
+    assert refused.value.argument == "apply_as_truncates"

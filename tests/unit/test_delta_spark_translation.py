@@ -199,6 +199,37 @@ def test_upsert_of_events_with_deletes_deletes_a_row_only_for_a_newer_delete_eve
     ]
 
 
+def test_upsert_of_events_with_a_truncate_deletes_the_unmatched_rows_not_newer_than_it():
+    hints = TableHints(primary_key=("id",), sequence_by=("day", "pos"), apply_as_truncates="op = 'T'")
+    disposition = WriteDisposition.parse({"disposition": "merge", "strategy": "upsert"})
+    plan = plan_load(
+        disposition, hints, table_exists=True, batch_empty=False, hard_delete=True, truncate=(3, 7)
+    )
+    assert plan.on_snapshot
+    older = (
+        "(t.`_dlt_sequence` IS NULL) OR ((t.`_dlt_sequence` < 3) OR "
+        "((t.`_dlt_sequence` = 3) AND (t.`_dlt_sequence_2` <= 7)))"
+    )
+    calls = builder_calls(plan, DATA + ["__hd"])
+    assert [c[0] for c in calls[3:]] == [
+        "whenMatchedDelete",
+        "whenMatchedUpdate",
+        "whenNotMatchedInsert",
+        "whenNotMatchedBySourceDelete",
+    ]
+    assert calls[-1] == ("whenNotMatchedBySourceDelete", f"condition={older!r}")
+    first = plan_load(
+        disposition,
+        hints,
+        table_exists=True,
+        batch_empty=False,
+        hard_delete=True,
+        table_columns=("id", "day", "pos"),  # no sequence yet: every unmatched row goes
+        truncate=(3, 7),
+    )
+    assert builder_calls(first, DATA + ["__hd"])[-1] == ("whenNotMatchedBySourceDelete", "condition=None")
+
+
 def test_upsert_with_hard_delete_deletes_flagged_matches_and_copies_columns_explicitly():
     plan = merge("upsert", TableHints(primary_key=("id",), hard_delete="deleted"), hard_delete=True)
     calls = builder_calls(plan, DATA + ["__hd"])
