@@ -21,11 +21,13 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import null_update_tombstones
 from .delta.delta_rs import spark_to_arrow
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
 from .plan.merge import HARD_DELETE_FLAG
 from .spark import cdc
+from .spec import null_updates
 from .spec.cdc import TOMBSTONE_LOAD_ID, sequence_columns, tombstones_table
 from .spec.naming import table_path
 from .spec.request import LoadRequest
@@ -58,6 +60,8 @@ def against_tombstones(
     tombstones = read.honoured(completed, load_id, cutoff, [*key, *sequence])
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
+    if tombstones and null_updates.active(hints):  # partial updates: values older than a tombstone too
+        staged = null_update_tombstones.older_values_dropped(spark, staged, tombstones, key, sequence)
     return EventsAgainstTombstones(staged, read, cutoff)
 
 
@@ -66,7 +70,11 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     the companion table; its metrics."""
     hints = request.hints
     columns = [*hints.primary_key, *sequence_columns(len(hints.sequence_by))]
-    deletes = _delete_events(events.staged, columns) if hints.apply_as_deletes else None
+    deletes = None
+    if hints.apply_as_deletes and null_updates.active(hints):  # each key's newest delete, also not its newest
+        deletes = null_update_tombstones.newest_deletes(events.staged, hints.primary_key, columns[-1:])
+    elif hints.apply_as_deletes:
+        deletes = _delete_events(events.staged, columns)
     written = deletes.num_rows if deletes is not None else 0
     expired = events.read.expired(events.cutoff)
     earlier = events.read.rows is not None and load_id in set(events.read.rows[TOMBSTONE_LOAD_ID].to_pylist())

@@ -24,7 +24,7 @@ from ..plan.pruning import KeyRange
 from ..spec.cdc import event_key
 from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import cdc, frames, partition_values, profile
+from . import cdc, frames, null_updates, partition_values, profile
 from .scd2 import rows_and_retires
 from .scd2_feed import versions_and_closes
 
@@ -140,9 +140,10 @@ def _prepared(df: DataFrame, disposition: WriteDisposition, hints: TableHints, l
     if hints.sequence_by and disposition.strategy == "scd2":  # every event a version (spark/scd2_feed.py)
         df = cdc.event_columns(cdc.distinct_events(df, hints.merge_key, hints.sequence_by), hints)
     elif hints.sequence_by:
-        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by)
-        if hints.apply_as_deletes:  # flagged before the columns it names may be left out
+        if hints.apply_as_deletes:  # flagged before the columns it names are left out or filled
             df = cdc.flag_delete_events(df, hints.apply_as_deletes)
+        df = null_updates.newest_values(df, hints)  # partial updates: each column's newest value
+        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by)
         df = cdc.event_columns(df, hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
