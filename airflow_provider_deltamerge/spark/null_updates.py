@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ..errors import MissingKeyColumnError
 from ..plan.merge import HARD_DELETE_FLAG
-from ..spec.null_updates import DELETED_AT, sequence_of, subject_columns
+from ..spec.null_updates import DELETED_AT, active, sequence_of, subject_columns
 from ..spec.options import TableHints
 from .frames import INPUT_ORDER
 
@@ -25,6 +25,8 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
     """Every event with its key's newest non-null value of each chosen column, and that value's sequence;
     with apply_as_deletes, only of the events after the key's newest delete, whose sequence is kept in
     DELETED_AT. A listed column the events lack is refused."""
+    if not active(hints):
+        return df
     data = [c for c in df.columns if c != INPUT_ORDER]
     for column in hints.ignore_null_updates_column_list:
         if column not in df.columns:
