@@ -53,6 +53,7 @@ from .spark.schema_steps import shape_to_schema, stored_column_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.storage import set_hadoop_settings
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
+from .spec import null_updates
 from .spec.cdc import Scd2EventCounts, event_metrics
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
@@ -408,23 +409,41 @@ def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_wher
         return stage_scd2_events(staged, request, table, load_id)
     if request.disposition.scd2 is not None:
         return stage_scd2(staged, request, table, load_id)
-    plan = plan_load(
-        request.disposition,
-        request.hints,
-        table_exists=table is not None,
-        batch_empty=staged.empty,
-        hard_delete=staged.hard_delete,
-        replace_where=replace_where,
-        table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
-        truncate=truncate,
-    )
+
+    def planned(source_columns=()):
+        return plan_load(
+            request.disposition,
+            request.hints,
+            table_exists=table is not None,
+            batch_empty=staged.empty,
+            hard_delete=staged.hard_delete,
+            replace_where=replace_where,
+            table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
+            source_columns=source_columns,
+            truncate=truncate,
+        )
+
+    plan = planned()
     table_schema = table.schema if table is not None else None
     if staged_arrow.needs_spark(staged, plan, table_schema):
         staged = staged_arrow.in_spark(spark, staged)
-    if staged.arrow is not None:  # aligned to this schema as it was collected
-        return staged, plan
-    aligned = align_to_table(staged.df, table_schema, request.table, keep=plan.helper_columns)
-    return dataclasses.replace(staged, df=aligned), plan
+    if staged.arrow is None:  # else aligned to this schema as it was collected
+        aligned = align_to_table(staged.df, table_schema, request.table, keep=plan.helper_columns)
+        staged = dataclasses.replace(staged, df=aligned)
+    if null_updates.active(request.hints):  # its update assigns the source's columns one by one
+        if plan.operation is not Operation.MERGE:  # a batch's deletes count against stored rows only
+            staged = _without_column(staged, null_updates.DELETED_AT)
+        columns = staged.arrow.column_names if staged.arrow is not None else staged.df.columns
+        plan = planned(tuple(columns))
+    return staged, plan
+
+
+def _without_column(staged, column: str):
+    if staged.arrow is not None and column in staged.arrow.column_names:
+        return dataclasses.replace(staged, arrow=staged.arrow.drop_columns([column]))
+    if staged.arrow is None and column in staged.df.columns:
+        return dataclasses.replace(staged, df=staged.df.drop(column))
+    return staged
 
 
 def _commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, window) -> dict[str, Any]:

@@ -30,12 +30,13 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import truncate_load
+from . import null_update_tombstones, truncate_load
 from .delta.delta_rs import spark_to_arrow
 from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
 from .plan.merge import HARD_DELETE_FLAG
 from .spark import cdc
+from .spec import null_updates
 from .spec.cdc import TOMBSTONE_LOAD_ID, event_key, sequence_columns, tombstones_table
 from .spec.naming import table_path
 from .spec.request import LoadRequest
@@ -79,6 +80,8 @@ def against_tombstones(
     tombstones, remembered = truncate_load.split(tombstones, key, sequence)  # a truncate: a null key
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
+    if tombstones and null_updates.active(hints):  # partial updates: values older than a tombstone too
+        staged = null_update_tombstones.older_values_dropped(spark, staged, tombstones, key, sequence)
     staged, truncate = truncate_load.against_truncates(staged, remembered, key, sequence)
     return EventsAgainstTombstones(staged, read, cutoff, truncate=truncate)
 
@@ -89,7 +92,11 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     hints = request.hints
     columns = [*event_key(request.disposition, hints), *sequence_columns(len(hints.sequence_by))]
     marked = hints.apply_as_deletes or hints.apply_as_truncates  # a truncate is flagged as a delete
-    deletes = _delete_events(events.staged, columns) if marked else None
+    deletes = None
+    if hints.apply_as_deletes and null_updates.active(hints):  # each key's newest delete, also not its newest
+        deletes = null_update_tombstones.newest_deletes(events.staged, hints.primary_key, columns[-1:])
+    elif marked:
+        deletes = _delete_events(events.staged, columns)
     if deletes is not None and events.remembered:  # scd2: each delete remembered once
         rows = deletes.to_pylist()
         new = [tuple(r[c] for c in columns) not in events.remembered for r in rows]

@@ -200,6 +200,23 @@ def _add_load(load: argparse.ArgumentParser) -> None:
         help="change events: SQL condition of a truncate, e.g. \"op = 'T'\"",
     )
     semantics.add_argument(
+        "--ignore-null-updates",
+        action="store_true",
+        help="upsert of change events: a null in an event keeps the stored value (partial updates)",
+    )
+    semantics.add_argument(
+        "--ignore-null-updates-column-list",
+        type=key_list,
+        metavar="COLUMNS",
+        help="... in these columns only",
+    )
+    semantics.add_argument(
+        "--ignore-null-updates-except-column-list",
+        type=key_list,
+        metavar="COLUMNS",
+        help="... in all non-key columns but these",
+    )
+    semantics.add_argument(
         "--tombstone-retention",
         type=int,
         metavar="SECONDS",

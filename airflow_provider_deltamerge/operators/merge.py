@@ -96,6 +96,10 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         than it, arriving in its batch or later, are skipped (docs/CDC.md).
     :param tombstone_retention: how long a deleted key (or a truncate) is remembered, in seconds or a
         timedelta (default 7 days); not for scd2, whose deletes are kept as long as its history.
+    :param ignore_null_updates: with sequence_by (upsert), a null in an event keeps the stored value
+        (partial updates): each column holds the newest value an event carried for it (docs/CDC.md).
+    :param ignore_null_updates_column_list: ... in these columns only, or
+    :param ignore_null_updates_except_column_list: ... in all non-key columns but these.
     :param columns: dlt's column schema: hints and data types per column, e.g.
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
@@ -136,6 +140,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "except_column_list",
         "apply_as_deletes",
         "apply_as_truncates",
+        "ignore_null_updates_column_list",
+        "ignore_null_updates_except_column_list",
         "columns",
         "schema_contract",
         "incremental",
@@ -167,6 +173,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         apply_as_deletes: str | None = None,
         apply_as_truncates: str | None = None,
         tombstone_retention: Any = DEFAULT_TOMBSTONE_RETENTION,
+        ignore_null_updates: bool = False,
+        ignore_null_updates_column_list: str | list[str] | None = None,
+        ignore_null_updates_except_column_list: str | list[str] | None = None,
         columns: dict[str, dict[str, Any]] | list[dict[str, Any]] | None = None,
         schema_contract: str | dict[str, str] | None = None,
         incremental: Any = None,
@@ -209,6 +218,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.apply_as_deletes = apply_as_deletes
         self.apply_as_truncates = apply_as_truncates
         self.tombstone_retention = tombstone_retention
+        self.ignore_null_updates = ignore_null_updates
+        self.ignore_null_updates_column_list = ignore_null_updates_column_list
+        self.ignore_null_updates_except_column_list = ignore_null_updates_except_column_list
         self.columns = columns
         self.schema_contract = schema_contract
         self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental

@@ -60,7 +60,15 @@ class In:
     values: tuple[Expr, ...]
 
 
-Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In
+@dataclass(frozen=True)
+class Case:
+    """CASE WHEN condition THEN value ... ELSE otherwise END: the first condition that holds decides."""
+
+    whens: tuple[tuple[Expr, Expr], ...]
+    otherwise: Expr | None = None  # None: NULL
+
+
+Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In | Case
 
 
 def eq(left: Expr, right: Expr) -> Cmp:
@@ -122,6 +130,10 @@ def render(expr: Expr, dialect: Dialect) -> str:
     if isinstance(expr, In):
         listed = ", ".join(render(v, dialect) for v in expr.values)
         return f"{render(expr.operand, dialect)} IN ({listed})"
+    if isinstance(expr, Case):
+        whens = " ".join(f"WHEN {render(c, dialect)} THEN {render(v, dialect)}" for c, v in expr.whens)
+        otherwise = f" ELSE {render(expr.otherwise, dialect)}" if expr.otherwise is not None else ""
+        return f"CASE {whens}{otherwise} END"
     raise TypeError(f"not an expression: {expr!r}")
 
 

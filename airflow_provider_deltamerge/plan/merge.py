@@ -11,10 +11,12 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
+from ..spec import null_updates
 from ..spec.cdc import sequence_columns
 from ..spec.options import TableHints, WriteDisposition
 from .cdc import newer_than_target, not_newer_than
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
+from .null_updates import update_when_newer
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
 HARD_DELETE_FLAG = "__hd"  # helper column: non-null boolean, true where the row is a hard delete
@@ -90,11 +92,13 @@ def plan_load(
     replace_where: Expr | None = None,
     table_columns: tuple[str, ...] | None = None,
     truncate: tuple | None = None,
+    source_columns: tuple[str, ...] = (),
 ) -> MergePlan:
     """The plan for one load of a non-scd2 disposition.
 
     `table_columns`: the columns the table has, where known (an upsert of events compares the
-    sequence columns the table has: plan/cdc.py).
+    sequence columns the table has: plan/cdc.py); `source_columns`: the merge source's, which an upsert
+    of partial updates assigns one by one (plan/null_updates.py).
     `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
     `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
     `truncate`: the sequence of the batch's truncate event (apply_as_truncates), which removes the rows
@@ -130,7 +134,7 @@ def plan_load(
             reason=f"{disposition.label} into a new table",
         )
     if strategy == "upsert":
-        upsert = _plan_upsert(hints, flag, table_columns, truncate)
+        upsert = _plan_upsert(hints, flag, table_columns, source_columns, truncate)
         return dataclasses.replace(upsert, unique_key=unique, strategy=strategy)
     if strategy == "insert-only":
         return MergePlan(
@@ -145,10 +149,10 @@ def plan_load(
     return _plan_delete_insert(hints, flag)
 
 
-def _plan_upsert(
-    hints: TableHints, flag: tuple[str, ...], table_columns: tuple[str, ...] | None, truncate=None
-):
+def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns, source_columns, truncate=None):
     on = keys_equal(hints.primary_key, hints.primary_key)
+    if hints.sequence_by and null_updates.active(hints):  # partial updates: column by column
+        return _plan_partial_updates(hints, on, flag, table_columns, source_columns)
     if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
         plan = _plan_events(hints, on, flag, table_columns)
         return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
@@ -168,6 +172,35 @@ def _plan_upsert(
         clauses=clauses,
         helper_columns=flag,
         reason="upsert with hard deletes",
+    )
+
+
+def _plan_partial_updates(hints: TableHints, on: Expr, flag, table_columns, source_columns) -> MergePlan:
+    """Partial updates (plan/null_updates.py): the update takes each column's newer value; a newer delete
+    event deletes the row (apply_as_deletes), and a key the table lacks is inserted unless it is one."""
+    condition, assignments = update_when_newer(hints, table_columns, source_columns)
+    update = Clause("matched", "update", condition=condition, assignments=assignments)
+    if not flag:
+        clauses = (update, Clause("not_matched", "insert_all"))
+        return MergePlan(
+            Operation.MERGE, on=on, clauses=clauses, on_snapshot=True, reason="upsert of partial updates"
+        )
+    flagged = Col(HARD_DELETE_FLAG, SOURCE)
+    newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
+    clauses = (
+        Clause("matched", "delete", condition=all_of(flagged, newer) if newer is not None else flagged),
+        update,
+        Clause("not_matched", "insert_all", condition=Not(flagged)),
+    )
+    helpers = (*flag, *(c for c in (null_updates.DELETED_AT,) if c in source_columns))
+    return MergePlan(
+        Operation.MERGE,
+        SourceShape.ROWS_WITH_FLAG,
+        on=on,
+        clauses=clauses,
+        helper_columns=helpers,
+        on_snapshot=True,
+        reason="upsert of partial updates, deletes among them",
     )
 
 

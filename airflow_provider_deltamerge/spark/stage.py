@@ -24,7 +24,7 @@ from ..plan.pruning import KeyRange
 from ..spec.cdc import event_key
 from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import cdc, frames, partition_values, profile
+from . import cdc, frames, null_updates, partition_values, profile
 from .scd2 import rows_and_retires
 from .scd2_feed import versions_and_closes
 
@@ -146,6 +146,8 @@ def _dedups(disposition: WriteDisposition, hints: TableHints) -> bool:
 def _counts_ties_in_pass(df: DataFrame, disposition: WriteDisposition, hints: TableHints) -> bool:
     """Whether an upsert's events are checked for ties by the staging pass itself (where its aggregates
     ride on it as observed metrics) rather than by a job of their own before it."""
+    if null_updates.active(hints):  # its events' values are filled per column before the ranking
+        return False
     return bool(hints.sequence_by) and disposition.strategy == "upsert" and profile.observes_in_pass(df)
 
 
@@ -162,9 +164,10 @@ def _prepared(
             df = cdc.flag_delete_events(df, hints.apply_as_deletes)
         df = cdc.event_columns(df, hints)
     elif hints.sequence_by:
-        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by, count_ties)
-        if hints.apply_as_deletes:  # flagged before the columns it names may be left out
+        if hints.apply_as_deletes:  # flagged before the columns it names are left out or filled
             df = cdc.flag_delete_events(df, hints.apply_as_deletes)
+        df = null_updates.newest_values(df, hints)  # partial updates: each column's newest value
+        df = cdc.newest_event_per_key(df, hints.primary_key, hints.sequence_by, count_ties)
         if hints.apply_as_truncates:
             df = cdc.truncates_as_deletes(df)
         df = cdc.event_columns(df, hints)

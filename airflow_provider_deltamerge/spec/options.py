@@ -98,6 +98,9 @@ class TableHints:
     except_column_list: tuple[str, ...] = ()  # change events: the event columns that do not
     apply_as_deletes: str | None = None  # change events: a SQL condition marking a delete event
     apply_as_truncates: str | None = None  # change events: a SQL condition marking a truncate event
+    ignore_null_updates: bool = False  # change events: a null in an event keeps the stored value
+    ignore_null_updates_column_list: tuple[str, ...] = ()  # ... in these columns only, or
+    ignore_null_updates_except_column_list: tuple[str, ...] = ()  # ... in all non-key columns but these
 
 
 def resolve_hints(

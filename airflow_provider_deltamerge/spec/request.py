@@ -45,6 +45,7 @@ from .naming import (
     table_uri,
 )
 from .normalize import LAYOUTS
+from .null_updates import check_ignore_null_updates, check_null_updates
 from .options import (
     BACKENDS,
     TableHints,
@@ -218,6 +219,13 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "apply_as_deletes": lambda value: check_condition("apply_as_deletes", value),
     "apply_as_truncates": lambda value: check_condition("apply_as_truncates", value),
     "tombstone_retention": check_tombstone_retention,
+    "ignore_null_updates": check_ignore_null_updates,
+    "ignore_null_updates_column_list": lambda value: check_column_list(
+        "ignore_null_updates_column_list", value
+    ),
+    "ignore_null_updates_except_column_list": lambda value: check_column_list(
+        "ignore_null_updates_except_column_list", value
+    ),
     "columns": canonical_columns,
     "schema_contract": check_schema_contract,
     "pipeline_name": check_pipeline_name,
@@ -264,6 +272,9 @@ class LoadRequest:
     apply_as_deletes: str | None = None  # change events: a SQL condition marking deletes (spec/cdc.py)
     apply_as_truncates: str | None = None  # change events: a SQL condition marking truncates (spec/cdc.py)
     tombstone_retention: Any = DEFAULT_TOMBSTONE_RETENTION  # seconds a deleted key is remembered
+    ignore_null_updates: bool = False  # change events: a null keeps the stored value (spec/null_updates.py)
+    ignore_null_updates_column_list: Any = None  # in these columns only, or
+    ignore_null_updates_except_column_list: Any = None  # in all non-key columns but these
     columns: Any = None
     schema_contract: Any = None
     pipeline_name: str | None = None
@@ -308,15 +319,23 @@ class LoadRequest:
         check_loading_allowed(self.table_properties, disposition.disposition, False, self.table_name)
         events = {
             name: tuple(normalize(c) for c in getattr(self, name) or ())
-            for name in ("sequence_by", "column_list", "except_column_list")
+            for name in (
+                "sequence_by",
+                "column_list",
+                "except_column_list",
+                "ignore_null_updates_column_list",
+                "ignore_null_updates_except_column_list",
+            )
         }
         conditions = {
             "apply_as_deletes": self.apply_as_deletes,
             "apply_as_truncates": self.apply_as_truncates,
+            "ignore_null_updates": self.ignore_null_updates,
         }
         events = {**events, **conditions}
         check_cdc(disposition, dataclasses.replace(hints, **events))
         check_scd2_retention(disposition, dataclasses.replace(hints, **events), self.tombstone_retention)
+        check_null_updates(disposition, dataclasses.replace(hints, **events))
         if is_change_feed(self.source):  # the upstream's commit version is the cursor
             object.__setattr__(self, "incremental", feed_incremental(self.incremental))
             check_feed_load(disposition.strategy, self.sequence_by)
@@ -341,7 +360,8 @@ class LoadRequest:
 
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
         merge_key, sequence_by, column_list, except_column_list, apply_as_deletes, apply_as_truncates,
-        tombstone_retention, columns, schema_contract,
+        tombstone_retention, ignore_null_updates, ignore_null_updates_column_list,
+        ignore_null_updates_except_column_list, columns, schema_contract,
         pipeline_name, backend, naming, incremental, window_overwrite, table_properties,
         max_table_nesting, nested_layout, root_key, storage_options, and the run's data_interval,
         run_context and load_id.

@@ -1,0 +1,115 @@
+"""The update of an upsert of partial updates (`ignore_null_updates`), per column (pure).
+
+The merge source holds one row per key: the key's newest event, and in each chosen column the newest value
+an event of the batch carried, with its sequence in `sequence_of(column)` (spark/null_updates.py). A
+matched row is updated where the event is newer than the row, or carries a value newer than a stored one:
+- the row's other columns (and its sequence) take the event's values only where the event is newer than
+  the row, else they keep theirs;
+- a chosen column takes the event's value only where the event's sequence for it is newer than the stored
+  one, else it keeps its value (and sequence), unless the batch holds a delete of the key newer than that
+  value (its sequence in the DELETED_AT helper): a delete resets the row, the value becomes null.
+A delete event newer than the row deletes it (the first clause); a key the table lacks is inserted
+unless its newest event is a delete.
+A stored value's sequence is its `sequence_of` column; where that is null (or the table has no such
+column yet) and the value is not, the row's sequence (the value was loaded by the row's event); where both
+are null, there is no value to keep and any event's value is newer.
+"""
+
+from __future__ import annotations
+
+from ..spec.cdc import sequence_columns
+from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
+from ..spec.null_updates import DELETED_AT, SEQUENCE_OF_PREFIX, sequence_of, subject_columns
+from ..spec.options import TableHints
+from .cdc import newer_than_target
+from .expressions import SOURCE, TARGET, Case, Cmp, Col, Expr, IsNull, Lit, Not, Or, all_of
+
+Assignments = tuple[tuple[str, Expr], ...]
+
+
+def update_when_newer(
+    hints: TableHints, table_columns: tuple[str, ...] | None, source_columns: tuple[str, ...]
+) -> tuple[Expr | None, Assignments]:
+    """The condition and the assignments of the matched update (None: every matched row is updated)."""
+    table = tuple(table_columns or ())
+    (row_sequence,) = sequence_columns(1)
+    row_newer = newer_than_target((row_sequence,), table_columns)
+    chosen = subject_columns(hints, (*source_columns, *table))
+    newer = {c: _value_newer(c, table, source_columns, row_sequence) for c in chosen}
+    stored = {c: _stored_sequence(c, table, row_sequence) for c in chosen}
+    keeps = {c: _keeps(stored[c], DELETED_AT in source_columns) for c in chosen}
+    assignments = []
+    for column in source_columns:
+        if column.startswith(HELPER_PREFIX) or column in hints.primary_key:  # the key matched already
+            continue
+        if column in (LOAD_ID, ROW_ID):
+            assignments.append((column, Col(column, SOURCE)))
+        elif column in newer:  # a column the table lacks has no value to keep: the event's, or null
+            kept = Col(column, TARGET) if column in table else None
+            assignments.append((column, _either(newer[column], Col(column, SOURCE), keeps[column], kept)))
+        elif column.startswith(SEQUENCE_OF_PREFIX):
+            owner = column[len(SEQUENCE_OF_PREFIX) :]
+            if owner in newer:
+                carried = Col(column, SOURCE)
+                assignments.append((column, _either(newer[owner], carried, keeps[owner], stored[owner])))
+        else:
+            assignments.append((column, _pick(row_newer, column, table)))
+    conditions = [n for n in newer.values() if n != Lit(False)]
+    reset = [c for c in chosen if c in table and keeps[c] is not None]
+    conditions += [  # a stored value older than a delete of its key in the batch goes
+        all_of(Not(IsNull(Col(c, TARGET))), Not(keeps[c])) for c in reset
+    ]
+    condition = Or((row_newer, *conditions)) if row_newer is not None else None
+    return condition, tuple(assignments)
+
+
+def _either(newer: Expr, carried: Expr, keeps: Expr | None, stored: Expr | None) -> Expr:
+    """The event's value where it is newer; else the stored one where it stays (always, where `keeps` is
+    None); else null. Without a stored one, the event's (null where it carries none, so not newer)."""
+    if stored is None:
+        return carried
+    if keeps is None:
+        return Case(((newer, carried),), stored)
+    return Case(((newer, carried), (keeps, stored)))
+
+
+def _keeps(stored: Expr | None, deletes: bool) -> Expr | None:
+    """Where a stored value that is not replaced stays: always (None) where the batch has no deletes;
+    else where its key has no delete in the batch, or the value is newer than that delete."""
+    if not deletes:
+        return None
+    deleted = Col(DELETED_AT, SOURCE)
+    if stored is None:
+        return IsNull(deleted)
+    return Or((IsNull(deleted), Cmp(">", stored, deleted)))
+
+
+def _pick(newer: Expr | None, column: str, table: tuple[str, ...]) -> Expr:
+    """The event's value where `newer` holds, else the stored one (null where the table lacks it)."""
+    if newer is None:
+        return Col(column, SOURCE)
+    stored = Col(column, TARGET) if column in table else None
+    return Case(((newer, Col(column, SOURCE)),), stored)
+
+
+def _value_newer(column: str, table, source, row_sequence: str) -> Expr:
+    """Whether the event carries a value of `column` newer than the stored one."""
+    if sequence_of(column) not in source:  # no event of this batch carries the column
+        return Lit(False)
+    carried = Col(sequence_of(column), SOURCE)
+    stored = _stored_sequence(column, table, row_sequence)
+    if stored is None:
+        return Not(IsNull(carried))
+    return all_of(Not(IsNull(carried)), Or((IsNull(stored), Cmp(">", carried, stored))))
+
+
+def _stored_sequence(column: str, table, row_sequence: str) -> Expr | None:
+    """The sequence of the stored value of `column` (see the module's docstring); None: none stored."""
+    if column not in table:
+        return None
+    whens = []
+    if sequence_of(column) in table:
+        whens.append((Not(IsNull(Col(sequence_of(column), TARGET))), Col(sequence_of(column), TARGET)))
+    if row_sequence in table:
+        whens.append((Not(IsNull(Col(column, TARGET))), Col(row_sequence, TARGET)))
+    return Case(tuple(whens)) if whens else None

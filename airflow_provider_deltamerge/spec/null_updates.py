@@ -1,0 +1,118 @@
+"""`ignore_null_updates`: a null in a change event keeps the stored value (pure; docs/CDC.md).
+
+Change data capture tools send partial updates: the columns an update did not touch arrive as null. With
+`ignore_null_updates` (all non-key columns), `ignore_null_updates_column_list` (these) or
+`ignore_null_updates_except_column_list` (all non-key columns but these), such a column of the row keeps
+the value of the newest event that carried one. So that the table still depends only on the set of events,
+never on their arrival order, each such column keeps the sequence of the event its value came from, in a
+system column of its own (`sequence_of`): an event sets the column only where it carries a value newer
+than the stored one, whichever event is newest for the rest of the row. A delete (`apply_as_deletes`)
+resets the row: a column holds the newest value carried since its key's newest delete.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from .naming import HELPER_PREFIX, SYSTEM_PREFIX
+from .options import TableHints, WriteDisposition
+
+SEQUENCE_OF_PREFIX = SYSTEM_PREFIX + "_sequence_of_"  # + column: the sequence its stored value came from
+DELETED_AT = HELPER_PREFIX + "deleted_at"  # helper: the sequence of the key's newest delete in the batch
+LISTS = ("ignore_null_updates_column_list", "ignore_null_updates_except_column_list")
+
+
+def check_ignore_null_updates(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("ignore_null_updates", f"{value!r} is not true or false")
+    return value
+
+
+def active(hints: TableHints) -> bool:
+    """Whether nulls in events keep stored values (the flag, or one of the lists, turns it on)."""
+    return bool(
+        hints.ignore_null_updates
+        or hints.ignore_null_updates_column_list
+        or hints.ignore_null_updates_except_column_list
+    )
+
+
+def sequence_of(column: str) -> str:
+    """The system column that keeps the sequence of the event `column`'s stored value came from."""
+    return SEQUENCE_OF_PREFIX + column
+
+
+def subject_columns(hints: TableHints, columns) -> tuple[str, ...]:
+    """Of `columns` (the events' or the table's), those whose nulls keep the stored value: data columns,
+    not in the key or the sequence, stored (column_list / except_column_list), and chosen."""
+    if not active(hints):
+        return ()
+    taken = set(hints.primary_key) | set(hints.sequence_by) | set(hints.except_column_list)
+    taken |= set(hints.ignore_null_updates_except_column_list)
+    chosen = []
+    for column in columns:
+        if column.startswith((SYSTEM_PREFIX, HELPER_PREFIX)) or column in taken or column in chosen:
+            continue
+        if hints.column_list and column not in hints.column_list:
+            continue
+        listed = hints.ignore_null_updates_column_list
+        if listed and column not in listed:
+            continue
+        chosen.append(column)
+    return tuple(chosen)
+
+
+def check_null_updates(disposition: WriteDisposition, hints: TableHints) -> None:
+    """Refuse ignore_null_updates where it has no meaning (or one not built yet), saying why."""
+    if not active(hints):
+        return
+    argument = next((a for a in LISTS if getattr(hints, a)), "ignore_null_updates")
+    if not hints.sequence_by:
+        raise ConfigError(
+            argument,
+            "keeps a stored value where a change event carries null, which needs the events ordered: give "
+            "sequence_by too (without it, the newest of two partial updates would depend on arrival order)",
+        )
+    if disposition.disposition != "merge" or disposition.strategy != "upsert":
+        raise ConfigError(
+            argument,
+            f"applies to an upsert of change events; write disposition {disposition.label!r} is not one. "
+            "Use write_disposition={'disposition': 'merge', 'strategy': 'upsert'}",
+        )
+    if all(getattr(hints, a) for a in LISTS):
+        raise ConfigError(LISTS[1], f"give {LISTS[0]} or {LISTS[1]}, not both")
+    if hints.apply_as_truncates:
+        raise ConfigError(
+            argument,
+            "is not built yet together with apply_as_truncates: a truncate would have to reset the value "
+            "each column keeps. Load the partial updates without truncates, or the truncates without it",
+        )
+    for listed in LISTS:
+        keys = [c for c in getattr(hints, listed) if c in hints.primary_key]
+        if keys:
+            raise ConfigError(
+                listed, f"names primary key column(s) {keys}; rows are found by them, they are never null"
+            )
+    ordering = [c for c in hints.ignore_null_updates_column_list if c in hints.sequence_by]
+    if ordering:
+        raise ConfigError(
+            LISTS[0], f"names sequence_by column(s) {ordering}, which are never null; remove them"
+        )
+    unstored = [
+        c
+        for c in hints.ignore_null_updates_column_list
+        if (hints.column_list and c not in hints.column_list) or c in hints.except_column_list
+    ]
+    if unstored:
+        raise ConfigError(
+            LISTS[0],
+            f"names column(s) {unstored} that column_list / except_column_list leave out of the table",
+        )
+    if len(hints.sequence_by) > 1:
+        raise ConfigError(
+            argument,
+            f"is not built yet with a sequence_by of several columns ({list(hints.sequence_by)}): each "
+            "column keeps the sequence its value came from in one system column. Give one column that "
+            "orders the events",
+        )

@@ -1,0 +1,138 @@
+"""The plan of an upsert of partial updates (`ignore_null_updates`): a per-column CASE in the update, as
+delta-spark's builder receives it (the recording stand-in) and as delta-rs renders it."""
+
+from __future__ import annotations
+
+import ast
+
+from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.plan.expressions import Case, Col, Lit, render
+from airflow_provider_deltamerge.plan.merge import plan_load
+from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
+from tests.unit.test_delta_spark_translation import builder_calls
+
+UPSERT = WriteDisposition.parse({"disposition": "merge", "strategy": "upsert"})
+HINTS = TableHints(primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True)
+SOURCE = ("id", "seq", "a", "_dlt_load_id", "_dlt_id", "_dlt_sequence", "_dlt_sequence_of_a")
+
+
+def planned(table_columns, hints=HINTS, source=SOURCE):
+    return plan_load(
+        UPSERT,
+        hints,
+        table_exists=True,
+        batch_empty=False,
+        hard_delete=False,
+        table_columns=table_columns,
+        source_columns=source,
+    )
+
+
+def test_each_chosen_column_takes_the_events_value_only_where_it_is_newer_than_the_stored_one():
+    plan = planned(SOURCE)
+    assert plan.on_snapshot
+    calls = builder_calls(plan, list(SOURCE))
+    update, insert = calls[3], calls[4]
+    assert insert == ("whenNotMatchedInsertAll", "condition=None")
+    assert update[0] == "whenMatchedUpdate"
+    sets = ast.literal_eval(update[2][len("set=") :])  # the repr of a dict of strings, as recorded
+    row_newer = "(t.`_dlt_sequence` IS NULL) OR (s.`_dlt_sequence` > t.`_dlt_sequence`)"
+    stored = (
+        "CASE WHEN NOT (t.`_dlt_sequence_of_a` IS NULL) THEN t.`_dlt_sequence_of_a` "
+        "WHEN NOT (t.`a` IS NULL) THEN t.`_dlt_sequence` END"
+    )
+    carried = "s.`_dlt_sequence_of_a`"
+    a_newer = f"(NOT ({carried} IS NULL)) AND (({stored} IS NULL) OR ({carried} > {stored}))"
+    assert update[1] == f"condition={f'({row_newer}) OR ({a_newer})'!r}"
+    assert sets == {
+        "`seq`": f"CASE WHEN {row_newer} THEN s.`seq` ELSE t.`seq` END",
+        "`a`": f"CASE WHEN {a_newer} THEN s.`a` ELSE t.`a` END",
+        "`_dlt_load_id`": "s.`_dlt_load_id`",
+        "`_dlt_id`": "s.`_dlt_id`",
+        "`_dlt_sequence`": f"CASE WHEN {row_newer} THEN s.`_dlt_sequence` ELSE t.`_dlt_sequence` END",
+        "`_dlt_sequence_of_a`": f"CASE WHEN {a_newer} THEN s.`_dlt_sequence_of_a` ELSE {stored} END",
+    }
+
+
+def test_a_table_without_the_columns_yet_takes_the_events_values_and_compares_the_rows_sequence():
+    plan = planned(("id", "seq", "_dlt_load_id", "_dlt_id", "_dlt_sequence"))
+    sets = dict(plan.clauses[0].assignments)
+    assert sets["a"] == Col("a", "s")  # no stored value to keep
+    assert sets["_dlt_sequence_of_a"] == Col("_dlt_sequence_of_a", "s")
+    legacy = planned(("id", "seq", "a", "_dlt_load_id", "_dlt_id", "_dlt_sequence"))
+    kept = dict(legacy.clauses[0].assignments)["a"]
+    assert 't."_dlt_sequence_of_a"' not in render(kept, DataFusionDialect())  # not in the table yet
+    assert '"_dlt_sequence"' in render(kept, DataFusionDialect())  # the row's sequence stands in
+
+
+def test_only_the_chosen_columns_are_kept_column_by_column():
+    hints = TableHints(
+        primary_key=("id",), sequence_by=("seq",), ignore_null_updates_except_column_list=("b",)
+    )
+    source = (*SOURCE, "b")
+    sets = dict(planned((*SOURCE, "b"), hints, source).clauses[0].assignments)
+    assert "_dlt_sequence_of_a" in render(sets["a"], DataFusionDialect())
+    assert "_dlt_sequence_of" not in render(sets["b"], DataFusionDialect())  # the row's newest event's
+
+
+def test_case_renders_in_both_dialects():
+    case = Case(((Col("x", "s"), Lit(1)),), Lit(None))
+    assert render(case, DataFusionDialect()) == 'CASE WHEN s."x" THEN 1 ELSE NULL END'
+    assert render(Case(((Lit(True), Col("y")),)), DataFusionDialect()) == 'CASE WHEN TRUE THEN "y" END'
+
+
+def test_the_arguments_travel_through_the_request_json_the_operator_and_the_load_command():
+    from airflow_provider_deltamerge.cli.commands import load_arguments
+    from airflow_provider_deltamerge.cli.parser import build_parser
+    from airflow_provider_deltamerge.operators.merge import DeltaMergeOperator
+    from airflow_provider_deltamerge.spec.request import LoadRequest
+
+    arguments = {
+        "dataset": "/tmp/d",
+        "table_name": "t",
+        "write_disposition": {"disposition": "merge", "strategy": "upsert"},
+        "primary_key": "id",
+        "sequence_by": "seq",
+        "ignore_null_updates_except_column_list": ["ZipCode"],
+    }
+    request = LoadRequest.create(**arguments)
+    assert request.hints.ignore_null_updates_except_column_list == ("zip_code",)
+    assert LoadRequest.from_json(request.to_json()).hints == request.hints
+    operator = DeltaMergeOperator(task_id="cdc", source={"table": "e"}, ignore_null_updates=True, **arguments)
+    loaded = operator.load_arguments({})
+    assert (loaded["ignore_null_updates"], loaded["ignore_null_updates_except_column_list"]) == (
+        True,
+        ["ZipCode"],
+    )
+    command = ["load", "/tmp/d", "t", "--source", "events", "--sequence-by", "seq", "--ignore-null-updates"]
+    command += ["--ignore-null-updates-column-list", "a,b"]
+    parsed = load_arguments(build_parser().parse_args(command))
+    assert (parsed["ignore_null_updates"], parsed["ignore_null_updates_column_list"]) == (True, ["a", "b"])
+    assert load_arguments(build_parser().parse_args(command[:-3]))["ignore_null_updates"] is False
+
+
+def test_with_deletes_a_newer_delete_deletes_and_a_delete_in_the_batch_resets_older_stored_values():
+    hints = TableHints(
+        primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True, apply_as_deletes="op = 'D'"
+    )
+    source = (*SOURCE, "__hd", "__deleted_at")
+    plan = plan_load(
+        UPSERT,
+        hints,
+        table_exists=True,
+        batch_empty=False,
+        hard_delete=True,
+        table_columns=SOURCE,
+        source_columns=source,
+    )
+    assert plan.helper_columns == ("__hd", "__deleted_at")
+    delete, update, insert = plan.clauses
+    dialect = DataFusionDialect()
+    assert (delete.action, insert.action) == ("delete", "insert_all")
+    assert render(delete.condition, dialect).startswith('(s."__hd") AND ')
+    assert render(insert.condition, dialect) == 'NOT (s."__hd")'
+    sets = dict(update.assignments)
+    assert "__deleted_at" not in sets and "__hd" not in sets
+    value = render(sets["a"], dialect)  # the event's, else the stored one newer than the delete, else null
+    assert value.startswith("CASE WHEN ") and 's."__deleted_at" IS NULL' in value and "ELSE" not in value
+    assert 's."__deleted_at"' in render(update.condition, dialect)  # a reset alone updates the row
