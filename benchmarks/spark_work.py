@@ -18,7 +18,7 @@ class SparkWork:
         self.sql_executions: int | None = None
         self.job_names: list[str] = []
         self._jobs_before: set[int] = set()
-        self._sql_before = 0
+        self._sql_before: set[int] = set()
 
     @property
     def counted(self) -> bool:
@@ -26,15 +26,17 @@ class SparkWork:
 
     def __enter__(self):
         if self.counted:
+            self._wait_for_listeners()
             self._jobs_before = set(self._job_ids())
-            self._sql_before = self._sql_count()
+            self._sql_before = self._sql_ids()
         return self
 
     def __exit__(self, *exc):
         if not self.counted:
             return
+        self._wait_for_listeners()
         new = sorted(set(self._job_ids()) - self._jobs_before)
-        self.jobs, self.sql_executions = len(new), self._sql_count() - self._sql_before
+        self.jobs, self.sql_executions = len(new), len(self._sql_ids() - self._sql_before)
         names = self._jobs()
         self.job_names = [names[job] for job in new]
 
@@ -47,8 +49,15 @@ class SparkWork:
     def _job_ids(self) -> list[int]:
         return list(self._jobs())
 
-    def _sql_count(self) -> int:
-        return int(self.spark._jsparkSession.sharedState().statusStore().executionsCount())
+    def _sql_ids(self) -> set[int]:
+        """The ids of the SQL executions the store still holds. Ids, not a count: the store keeps only
+        the newest spark.sql.ui.retainedExecutions (1000), so a long-lived session's count stops growing."""
+        executions = self.spark._jsparkSession.sharedState().statusStore().executionsList()  # a Scala Seq
+        return {int(executions.apply(i).executionId()) for i in range(executions.size())}
+
+    def _wait_for_listeners(self) -> None:
+        """The stores are filled by listeners on Spark's event bus, after the job itself returns."""
+        self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(10_000)
 
     def as_dict(self) -> dict:
         return {"jobs": self.jobs, "sql_executions": self.sql_executions, "job_names": self.job_names}
