@@ -8,7 +8,6 @@ events, a load stopped between its tombstones and its commit, or a load racing a
 from __future__ import annotations
 
 import json
-import random
 import time
 
 import pytest
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, staged_arrow
 from airflow_provider_deltamerge import load as load_module
+from tests.arrivals import arrival_batches
 from tests.cli.test_cli import as_json
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
@@ -235,11 +235,6 @@ def test_the_table_depends_only_on_the_events_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("cdc_deletes"))
-    draw = random.Random(seed)
-    delivered = events + draw.sample(events, k=min(seed % 3, len(events)))  # some delivered twice
-    draw.shuffle(delivered)
-    cuts = sorted(draw.sample(range(1, len(delivered)), k=min(batches - 1, len(delivered) - 1)))
-    loaded = [delivered[start:end] for start, end in zip([0, *cuts], [*cuts, len(delivered)], strict=True)]
-    for batch in loaded + [draw.choice(loaded)]:  # the last: a batch replayed
+    for batch in arrival_batches(events, batches, seed, replay=True):
         load(spark, dataset, batch)
     assert rows(dataset) == model(events)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 
 import pytest
 from deltalake import DeltaTable
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge import load as load_module
+from tests.arrivals import arrival_batches
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
 from tests.spark.test_cdc_scd2 import history
@@ -211,10 +211,6 @@ def test_the_history_depends_only_on_the_events_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("scd2deletes"))
-    draw = random.Random(seed)
-    delivered = events + draw.sample(events, k=min(seed % 3, len(events)))  # some delivered twice
-    draw.shuffle(delivered)
-    cuts = sorted(draw.sample(range(1, len(delivered)), k=min(batches - 1, len(delivered) - 1)))
-    for start, end in zip([0, *cuts], [*cuts, len(delivered)], strict=True):
-        load(spark, dataset, delivered[start:end])
+    for batch in arrival_batches(events, batches, seed):
+        load(spark, dataset, batch)
     assert history(dataset) == model(events)

@@ -10,7 +10,6 @@ the batching, arrival order, duplicates and replays (docs/CDC.md).
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 from deltalake import DeltaTable
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, NullKeyError, staged_arrow
 from airflow_provider_deltamerge import load as load_module
+from tests.arrivals import arrival_batches
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
 from tests.spark.test_cdc import load as load_events
@@ -253,11 +253,6 @@ def test_the_table_depends_only_on_the_events_truncates_and_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("cdc_truncates"))
-    draw = random.Random(seed)
-    delivered = events + draw.sample(events, k=min(seed % 3, len(events)))  # some delivered twice
-    draw.shuffle(delivered)
-    cuts = sorted(draw.sample(range(1, len(delivered)), k=min(batches - 1, len(delivered) - 1)))
-    loaded = [delivered[start:end] for start, end in zip([0, *cuts], [*cuts, len(delivered)], strict=True)]
-    for batch in loaded + [draw.choice(loaded)]:  # the last: a batch replayed
+    for batch in arrival_batches(events, batches, seed, replay=True):
         load(spark, dataset, batch, apply_as_deletes=DELETES)
     assert rows(dataset) == model(events)
