@@ -185,23 +185,9 @@ def _plan_partial_updates(hints: TableHints, on: Expr, flag, table_columns, sour
         return MergePlan(
             Operation.MERGE, on=on, clauses=clauses, on_snapshot=True, reason="upsert of partial updates"
         )
-    flagged = Col(HARD_DELETE_FLAG, SOURCE)
     newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
-    clauses = (
-        Clause("matched", "delete", condition=all_of(flagged, newer) if newer is not None else flagged),
-        update,
-        Clause("not_matched", "insert_all", condition=Not(flagged)),
-    )
     helpers = (*flag, *(c for c in (null_updates.DELETED_AT,) if c in source_columns))
-    return MergePlan(
-        Operation.MERGE,
-        SourceShape.ROWS_WITH_FLAG,
-        on=on,
-        clauses=clauses,
-        helper_columns=helpers,
-        on_snapshot=True,
-        reason="upsert of partial updates, deletes among them",
-    )
+    return _plan_events_with_deletes(on, newer, update, helpers, "upsert of partial updates")
 
 
 def _plan_events(hints: TableHints, on: Expr, flag: tuple[str, ...], table_columns) -> MergePlan:
@@ -215,11 +201,20 @@ def _plan_events(hints: TableHints, on: Expr, flag: tuple[str, ...], table_colum
         return MergePlan(
             Operation.MERGE, on=on, clauses=clauses, on_snapshot=True, reason="upsert of newer events"
         )
+    update = Clause("matched", "update_all", condition=newer)
+    return _plan_events_with_deletes(on, newer, update, flag, "upsert of newer events")
+
+
+def _plan_events_with_deletes(
+    on: Expr, newer: Expr | None, update: Clause, helpers: tuple[str, ...], reason: str
+) -> MergePlan:
+    """Change events, delete events (flagged by apply_as_deletes) among them: a newer delete deletes its
+    row, other events `update` theirs, and a key the table lacks is inserted unless its event is a
+    delete."""
     flagged = Col(HARD_DELETE_FLAG, SOURCE)
-    deletes = all_of(flagged, newer) if newer is not None else flagged
     clauses = (
-        Clause("matched", "delete", condition=deletes),
-        Clause("matched", "update_all", condition=newer),
+        Clause("matched", "delete", condition=all_of(flagged, newer) if newer is not None else flagged),
+        update,
         Clause("not_matched", "insert_all", condition=Not(flagged)),
     )
     return MergePlan(
@@ -227,9 +222,9 @@ def _plan_events(hints: TableHints, on: Expr, flag: tuple[str, ...], table_colum
         SourceShape.ROWS_WITH_FLAG,
         on=on,
         clauses=clauses,
-        helper_columns=flag,
+        helper_columns=helpers,
         on_snapshot=True,
-        reason="upsert of newer events, deletes among them",
+        reason=reason + ", deletes among them",
     )
 
 
