@@ -17,6 +17,7 @@ class SparkWork:
         self.jobs: int | None = None
         self.sql_executions: int | None = None
         self.job_names: list[str] = []
+        self.plans: list[str] = []  # the physical plan of each SQL execution
         self._jobs_before: set[int] = set()
         self._sql_before: set[int] = set()
 
@@ -28,7 +29,7 @@ class SparkWork:
         if self.counted:
             self._wait_for_listeners()
             self._jobs_before = set(self._job_ids())
-            self._sql_before = self._sql_ids()
+            self._sql_before = set(self._sql_executions())
         return self
 
     def __exit__(self, *exc):
@@ -36,7 +37,10 @@ class SparkWork:
             return
         self._wait_for_listeners()
         new = sorted(set(self._job_ids()) - self._jobs_before)
-        self.jobs, self.sql_executions = len(new), len(self._sql_ids() - self._sql_before)
+        executions = self._sql_executions()
+        started = sorted(set(executions) - self._sql_before)
+        self.jobs, self.sql_executions = len(new), len(started)
+        self.plans = [executions[i] for i in started]
         names = self._jobs()
         self.job_names = [names[job] for job in new]
 
@@ -49,11 +53,13 @@ class SparkWork:
     def _job_ids(self) -> list[int]:
         return list(self._jobs())
 
-    def _sql_ids(self) -> set[int]:
-        """The ids of the SQL executions the store still holds. Ids, not a count: the store keeps only
-        the newest spark.sql.ui.retainedExecutions (1000), so a long-lived session's count stops growing."""
+    def _sql_executions(self) -> dict[int, str]:
+        """The SQL executions the store still holds, by id: their physical plan. Ids, not a count: the
+        store keeps only the newest spark.sql.ui.retainedExecutions (1000), so a long-lived session's
+        count stops growing."""
         executions = self.spark._jsparkSession.sharedState().statusStore().executionsList()  # a Scala Seq
-        return {int(executions.apply(i).executionId()) for i in range(executions.size())}
+        listed = [executions.apply(i) for i in range(executions.size())]
+        return {int(e.executionId()): str(e.physicalPlanDescription()) for e in listed}
 
     def _wait_for_listeners(self) -> None:
         """The stores are filled by listeners on Spark's event bus, after the job itself returns."""

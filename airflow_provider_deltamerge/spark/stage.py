@@ -77,7 +77,10 @@ def stage_batch(
         cdc.check_condition(df, "apply_as_truncates", hints.apply_as_truncates)
         df = cdc.flag_truncate_events(df, hints.apply_as_truncates, hints.primary_key)
         nulls = cdc.null_counts(key_columns, hints.primary_key)
-    if profile.observes_in_pass(df):
+    one_observation = profile.observes_in_pass(df) and _keeps_every_row(disposition, hints)
+    if one_observation:  # the raw batch's counts are the staged batch's: observed with its aggregates
+        raw_profile = None
+    elif profile.observes_in_pass(df):
         df, raw_profile = profile.with_observed(df, nulls)
     else:  # one job over the source for what only the raw batch shows
         counted = profile.aggregated(df, nulls)
@@ -92,6 +95,7 @@ def stage_batch(
     aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
     aggregates += profile.text_bytes(staged) + profile.partition_folder_bytes(staged, partition_folders)
     aggregates += [cdc.sum_of_ties()] if ties_in_pass else []
+    aggregates += nulls if one_observation else []
     arrow = None
     if profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
@@ -104,7 +108,7 @@ def stage_batch(
     else:
         staged = frames.materialize(staged)
         after = profile.aggregated(staged, aggregates)
-    before = raw_profile()
+    before = after if raw_profile is None else raw_profile()
     if before.rows == 0:
         return _empty(raw, load_id)
     for hint, columns in keys.items():
@@ -141,6 +145,13 @@ def _lacks_columns(df: DataFrame, keys: dict, disposition: WriteDisposition, hin
 def _dedups(disposition: WriteDisposition, hints: TableHints) -> bool:
     deduplicates = disposition.strategy == "delete-insert" and not disposition.deduplicated
     return deduplicates and bool(hints.primary_key)
+
+
+def _keeps_every_row(disposition: WriteDisposition, hints: TableHints) -> bool:
+    """Whether preparation keeps each row of the batch, its key columns as they are (no dedup, no
+    ranking or filling of events): the raw batch's row and null-key counts are then the staged batch's,
+    and one observation of the pass gives both (each observation splits the pass's generated code)."""
+    return not _dedups(disposition, hints) and not hints.sequence_by
 
 
 def _counts_ties_in_pass(df: DataFrame, disposition: WriteDisposition, hints: TableHints) -> bool:

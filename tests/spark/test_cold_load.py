@@ -4,6 +4,7 @@ generation for), and the small-batch settings a new local session runs with."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -41,6 +42,18 @@ def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tm
     rows_path = (1, 1) if int(pyspark.__version__.split(".")[0]) >= 4 else (2, 2)
     assert (first.jobs, first.sql_executions) == rows_path, first.job_names
     assert (second.jobs, second.sql_executions) == (1, 1), second.job_names
+
+
+def test_a_load_that_keeps_every_row_observes_its_pass_once(spark, dataset, tmp_path):
+    """Each observation of the staging pass splits its generated code: the raw batch's counts (rows,
+    null keys) ride on the staged batch's one observation where preparation keeps every row."""
+    landing = str(tmp_path / "landing")
+    spark.range(300).selectExpr("id", "concat('v', id) AS v", "IF(id = 7, 1, NULL) AS gone").write.parquet(
+        landing
+    )
+    info, work = load(spark, dataset, spark.read.parquet(landing), columns={"gone": {"hard_delete": True}})
+    assert info.metrics["rows_staged"] == 300 and work.sql_executions == 1
+    assert len(re.findall(r"^\(\d+\) CollectMetrics", work.plans[0], re.M)) == 1, work.plans[0]
 
 
 def test_change_events_are_checked_for_ties_in_the_staging_pass(spark, dataset, tmp_path):
