@@ -17,6 +17,7 @@ from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.cdc import sequence_columns
 from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..spec.options import TableHints
+from . import profile
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 
 VERSIONS = "__versions"
@@ -143,7 +144,7 @@ def null_counts(columns: list[str], primary_key: tuple[str, ...]) -> list:
     for column in columns:
         quoted = "`" + column.replace("`", "``") + "`"
         outside = f" AND NOT `{TRUNCATE_FLAG}`" if column in primary_key else ""
-        counts.append(F.expr(f"count_if({quoted} IS NULL{outside})").alias(f"null:{column}"))
+        counts.append(profile.counted_where(f"{quoted} IS NULL{outside}").alias(f"null:{column}"))
     return counts
 
 

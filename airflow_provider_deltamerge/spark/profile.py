@@ -115,8 +115,14 @@ def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
+def counted_where(condition_sql: str) -> Column:
+    """How many rows meet the condition. Not `count_if`: Spark rewrites it to name its condition twice,
+    which the observed pass computes as an extra column, dropped by a projection of its own after it."""
+    return F.expr(f"sum(IF({condition_sql}, 1, 0))")
+
+
 def null_counts(df: DataFrame, columns: list[str]) -> list[Column]:
-    return [F.expr(f"count_if({_quoted(c)} IS NULL)").alias(f"null:{c}") for c in columns]
+    return [counted_where(f"{_quoted(c)} IS NULL").alias(f"null:{c}") for c in columns]
 
 
 def date_columns(df: DataFrame) -> list[str]:
@@ -134,9 +140,7 @@ def outside_storable_dates(column: str) -> Column:
 
 
 def unstorable_date_counts(df: DataFrame) -> list[Column]:
-    return [
-        F.expr(f"count_if({_outside_storable_dates_sql(c)})").alias(f"dates:{c}") for c in date_columns(df)
-    ]
+    return [counted_where(_outside_storable_dates_sql(c)).alias(f"dates:{c}") for c in date_columns(df)]
 
 
 def ranged_columns(df: DataFrame, columns: tuple[str, ...]) -> list[str]:
