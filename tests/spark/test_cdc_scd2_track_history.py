@@ -228,3 +228,40 @@ def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(
     for start, end in zip([0, *cuts], [*cuts, len(delivered)], strict=True):
         load(spark, dataset, delivered[start:end], apply_as_deletes="op = 'D'")
     assert history(dataset) == model(events)
+
+
+def test_timestamp_sequences_keep_their_events_as_timestamps(spark, dataset):
+    from datetime import datetime, timezone
+
+    day = [datetime(2024, 1, d, tzinfo=timezone.utc) for d in range(1, 4)]
+    types = {**TYPES, "seq": {"data_type": "timestamp"}}
+    load(spark, dataset, [event(1, day[0], "A", "x"), event(1, day[2], "A", "y")], columns=types)
+    load(spark, dataset, [event(1, day[1], "B", "z")], columns=types)  # splits at the kept event of day 3
+    assert history(dataset) == [
+        (1, "A", "x", day[0], day[1]),
+        (1, "B", "z", day[1], day[2]),
+        (1, "A", "y", day[2], None),
+    ]
+
+
+def test_a_load_planned_before_another_kept_events_is_planned_again_over_them(spark, dataset, monkeypatch):
+    """Load B plans its late event; load A commits an event B's version absorbs before B commits: B is
+    planned again, so the version before B's keeps A's values."""
+    from airflow_provider_deltamerge import load as load_module
+
+    load(spark, dataset, [event(7, 10, "A", "x"), event(7, 20, "A", "y")])
+    original = load_module.checkpoint
+    raced = {}
+
+    def between_read_and_commit(step):
+        original(step)
+        if step == "commit" and not raced:
+            raced["started"] = True  # once: the racing load's own steps pass through here too
+            raced["load"] = load(spark, dataset, [event(7, 12, "A", "p")])
+
+    monkeypatch.setattr(load_module, "checkpoint", between_read_and_commit)
+    late = load(spark, dataset, [event(7, 15, "B", "b")])
+    monkeypatch.setattr(load_module, "checkpoint", original)
+    assert raced["load"].metrics["numEventsAbsorbed"] == 1
+    assert late.metrics["numEventsApplied"] == 1
+    assert history(dataset) == [(7, "A", "p", 10, 15), (7, "B", "b", 15, 20), (7, "A", "y", 20, None)]
