@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..errors import ConfigError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
@@ -102,9 +103,9 @@ def rebuild(events: DataFrame, target: DataFrame | None, scope: HistoryScope, se
     versions = _versions(points, keys, data, scope, settings, load_id)
     schema = target.schema if target is not None else None
     versions = align_to_table(versions, schema, table, keep=(*_helpers(), ROW_ID))
-    kept = points.filter(~F.col(HARD_DELETE_FLAG) & (F.col(ORIGIN) != KEPT)).select(
-        *_cols([*keys, SEQUENCE, *(c for c in data if c not in keys)])
-    )
+    typed = [c for c in data if c not in keys and not isinstance(points.schema[c].dataType, T.NullType)]
+    kept = points.filter(~F.col(HARD_DELETE_FLAG) & (F.col(ORIGIN) != KEPT))
+    kept = kept.select(*_cols([*keys, SEQUENCE, *typed]))  # a column of nulls only has no type to keep
     return Rebuilt(materialize(_compared(versions, target, scope)), kept)
 
 

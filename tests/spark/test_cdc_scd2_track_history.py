@@ -265,3 +265,11 @@ def test_a_load_planned_before_another_kept_events_is_planned_again_over_them(sp
     assert raced["load"].metrics["numEventsAbsorbed"] == 1
     assert late.metrics["numEventsApplied"] == 1
     assert history(dataset) == [(7, "A", "p", 10, 15), (7, "B", "b", 15, 20), (7, "A", "y", 20, None)]
+
+
+def test_a_column_of_nulls_only_is_neither_stored_nor_kept_until_it_has_a_type(spark, dataset):
+    untyped = {"name": {"data_type": "text"}, "op": {"data_type": "text"}, "seq": {"data_type": "double"}}
+    load(spark, dataset, [event(1, 1, "A"), event(1, 2, "A")], columns=untyped)
+    assert "note" not in DeltaTable(f"{dataset}/_dlt_events_customers").schema().to_arrow().names
+    load(spark, dataset, [event(1, 3, "A", "x"), event(1, 1.5, "B")], columns=untyped)
+    assert history(dataset) == [(1, "A", None, 1, 1.5), (1, "B", None, 1.5, 2), (1, "A", "x", 2, None)]
