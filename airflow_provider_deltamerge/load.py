@@ -24,7 +24,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import earlier_loads, insert_only, nested_load, staged_arrow, tombstone_load, truncate_load
+from . import (
+    earlier_loads,
+    insert_only,
+    nested_load,
+    staged_arrow,
+    tombstone_load,
+    tracked_history_load,
+    truncate_load,
+)
 from .change_feed_source import FeedReader
 from .delta import recovery, store
 from .delta.child_tables import refuse_loading_a_child_table
@@ -39,6 +47,7 @@ from .plan.merge import Operation, SourceShape, plan_load
 from .plan.pruning import bounded
 from .plan.scd2 import Scd2Settings
 from .plan.scd2_feed import FeedScope
+from .spark import scd2_history
 from .spark.extract import check_data, source_reader
 from .spark.python_rows import extracted
 from .spark.scd2 import stage_scd2
@@ -53,7 +62,7 @@ from .spark.schema_steps import shape_to_schema, stored_column_schema
 from .spark.stage import shape_source, stage_batch
 from .spark.storage import set_hadoop_settings
 from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
-from .spec import null_updates
+from .spec import null_updates, track_history
 from .spec.cdc import Scd2EventCounts, event_metrics
 from .spec.request import LoadRequest
 from .spec.run import app_id, new_load_id, txn_version
@@ -247,6 +256,8 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     staged = load.staged  # change events: less those older than their key's tombstone (tombstone_load)
     events = tombstone_load.against_tombstones(spark, writer, request, staged, load_id, load.stored)
     staged = events.staged if events is not None else staged
+    kept = tracked_history_load.with_kept_events(spark, writer, request, staged, load_id, load.stored)
+    staged = kept.staged if kept is not None else staged  # tracked columns: and their keys' kept events
     truncate = events.truncate if events is not None else None  # a truncate event newer than the table's
     staged, plan = _plan(spark, staged, request, table, load_id, _replace_where(writer, load), truncate)
     plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
@@ -266,10 +277,14 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         return LoadInfo(None, request.table_path, request.table, version, metrics, window)
     checkpoint("plan")
     target_keys = (
-        writer.read_columns(spark, table, list(plan.delete_keys)) if plan.needs_target_read else None
+        writer.read_columns(spark, table, _target_columns(plan, table)) if plan.needs_target_read else None
     )
+    rebuilt = None  # tracked columns: the batch's keys' histories rebuilt (spark/scd2_history.py)
     if staged.arrow is not None:
         source = staged_arrow.source_rows(staged.arrow, plan)
+    elif plan.source is SourceShape.SCD2_HISTORY:
+        rebuilt = tracked_history_load.rebuilt(staged.df, target_keys, plan, request, load_id)
+        source = scd2_history.merge_source(rebuilt, plan.operation is Operation.MERGE)
     else:
         source = shape_source(staged.df, plan, target_keys)
     metadata = {
@@ -290,12 +305,15 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         source_bytes=staged.arrow_bytes or None,
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
-    scd2_counts = _scd2_event_counts(request, plan, source, staged.df)
+    scd2_counts = _scd2_event_counts(request, plan, source, staged.df, rebuilt)
     truncated = truncate_load.truncate_metrics(spark, writer, table, staged, truncate, request)
     tombstones = {}
     if events is not None:  # before the table's commit, the load's commit point
         tombstones = tombstone_load.commit_tombstones(events, request, load_id)
         checkpoint("after_tombstones")
+    if kept is not None and rebuilt is not None:  # also before the table's commit
+        tracked_history_load.commit_kept_events(kept, rebuilt.events_to_keep, request, load_id)
+        checkpoint("after_events")
     if scd2_counts is not None:  # scd2's deletes applied: those remembered for the first time
         scd2_counts = dataclasses.replace(scd2_counts, deletes=tombstones.get("numTombstonesWritten", 0))
     checkpoint("commit")
@@ -334,11 +352,17 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
 
 
-def _scd2_event_counts(request: LoadRequest, plan, source, staged_df) -> Scd2EventCounts | None:
+def _scd2_event_counts(request: LoadRequest, plan, source, staged_df, rebuilt=None) -> Scd2EventCounts | None:
     """For scd2 of change events, what the commit does to the history (None for other loads): the
-    closed versions it splits, the versions it makes end at a delete (of a new table: `staged_df`'s)."""
+    closed versions it splits, the versions it makes end at a delete (of a new table: `staged_df`'s);
+    with tracked columns (`rebuilt`), the new events and those absorbed."""
     if request.disposition.scd2 is None or not request.hints.sequence_by:
         return None
+    if rebuilt is not None:
+        done = scd2_history.counts(rebuilt)
+        return Scd2EventCounts(
+            done["split"], closed_by_deletes=done["by_delete"], applied=done["new"], absorbed=done["absorbed"]
+        )
     if plan.source is SourceShape.SCD2_EVENTS:
         return Scd2EventCounts(versions_split(source), closed_by_deletes=versions_closed_by_deletes(source))
     if not request.hints.apply_as_deletes:
@@ -346,6 +370,14 @@ def _scd2_event_counts(request: LoadRequest, plan, source, staged_df) -> Scd2Eve
     settings = Scd2Settings.from_options(request.disposition.scd2)
     scope = FeedScope(request.hints.merge_key, settings.valid_from, settings.valid_to)
     return Scd2EventCounts(closed_by_deletes=written_versions_closed_by_deletes(staged_df, scope))
+
+
+def _target_columns(plan, table) -> list[str]:
+    """The table's columns a plan reads: its delete keys, or all of them (a rebuilt history compares
+    whole versions)."""
+    if plan.source is SourceShape.SCD2_HISTORY:
+        return list(table.schema.fieldNames())
+    return list(plan.delete_keys)
 
 
 def _replace_where(writer, load: _StagedLoad):
@@ -405,6 +437,8 @@ def _partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
 
 def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None, truncate=None):
     """The staged batch aligned to the table as it is now, and the plan of its commit."""
+    if request.disposition.scd2 is not None and track_history.active(request.hints):
+        return scd2_history.stage_scd2_history(staged, request, table)
     if request.disposition.scd2 is not None and request.hints.sequence_by:
         return stage_scd2_events(staged, request, table, load_id)
     if request.disposition.scd2 is not None:

@@ -68,8 +68,7 @@ def against_tombstones(
         return None
     scd2 = request.disposition.strategy == "scd2"
     cutoff = NEVER if scd2 else datetime.now(timezone.utc) - timedelta(seconds=request.tombstone_retention)
-    completed = {r["load_id"] for r in stored.loads_of(None, request.table)}
-    completed |= {c.load_id for c in writer.history(request.table_path, HISTORY_DEPTH) if c.load_id}
+    completed = completed_loads(writer, request, stored)
     key, sequence = event_key(request.disposition, hints), sequence_columns(len(hints.sequence_by))
     tombstones = read.honoured(completed, load_id, cutoff, [*key, *sequence])
     if scd2:
@@ -84,6 +83,12 @@ def against_tombstones(
         staged = null_update_tombstones.older_values_dropped(spark, staged, tombstones, key, sequence)
     staged, truncate = truncate_load.against_truncates(staged, remembered, key, sequence)
     return EventsAgainstTombstones(staged, read, cutoff, truncate=truncate)
+
+
+def completed_loads(writer, request: LoadRequest, stored: StoreSnapshot) -> set[str]:
+    """The loads of the table whose commit of it landed: recorded, or carried by one of its commits."""
+    completed = {r["load_id"] for r in stored.loads_of(None, request.table)}
+    return completed | {c.load_id for c in writer.history(request.table_path, HISTORY_DEPTH) if c.load_id}
 
 
 def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, load_id: str) -> dict[str, int]:

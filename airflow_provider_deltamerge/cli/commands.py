@@ -130,6 +130,8 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "ignore_null_updates": args.ignore_null_updates,
         "ignore_null_updates_column_list": args.ignore_null_updates_column_list or None,
         "ignore_null_updates_except_column_list": args.ignore_null_updates_except_column_list or None,
+        "track_history_column_list": args.track_history_column_list or None,
+        "track_history_except_column_list": args.track_history_except_column_list or None,
         **({"tombstone_retention": args.tombstone_retention} if args.tombstone_retention is not None else {}),
         "columns": args.columns,
         "schema_contract": args.schema_contract,

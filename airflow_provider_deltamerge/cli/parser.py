@@ -217,6 +217,18 @@ def _add_load(load: argparse.ArgumentParser) -> None:
         help="... in all non-key columns but these",
     )
     semantics.add_argument(
+        "--track-history-column-list",
+        type=key_list,
+        metavar="COLUMNS",
+        help="scd2 of change events: only a change of these columns opens a version",
+    )
+    semantics.add_argument(
+        "--track-history-except-column-list",
+        type=key_list,
+        metavar="COLUMNS",
+        help="... of all stored columns but these",
+    )
+    semantics.add_argument(
         "--tombstone-retention",
         type=int,
         metavar="SECONDS",

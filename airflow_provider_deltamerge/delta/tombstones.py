@@ -39,8 +39,16 @@ class TombstoneRead:
         """The `columns` (key and sequence) of the tombstones that count for `load_id`: written by a load
         whose commit of the table landed (`completed`), not by this load (its own are the deletes it is
         applying), and within the retention (written at or after `cutoff`)."""
-        if self.rows is None or self.rows.num_rows == 0:
+        kept = self.honoured_rows(completed, load_id, cutoff)
+        if kept is None:
             return []
+        present = [c for c in columns if c in kept.column_names]
+        return [{c: row.get(c) for c in columns} for row in kept.select(present).to_pylist()]
+
+    def honoured_rows(self, completed: set[str], load_id: str, cutoff: datetime) -> pa.Table | None:
+        """The rows that count for `load_id` (see `honoured`), all their columns; None where none do."""
+        if self.rows is None or self.rows.num_rows == 0:
+            return None
         others = sorted(completed - {load_id})
         counts = pc.and_(
             pc.is_in(
@@ -49,8 +57,7 @@ class TombstoneRead:
             pc.greater_equal(self.rows[TOMBSTONE_WRITTEN_AT], pa.scalar(cutoff, pa.timestamp("us", "UTC"))),
         )
         kept = self.rows.filter(pc.fill_null(counts, False))
-        present = [c for c in columns if c in kept.column_names]
-        return [{c: row.get(c) for c in columns} for row in kept.select(present).to_pylist()]
+        return kept if kept.num_rows else None
 
     def expired(self, cutoff: datetime) -> int:
         """How many tombstones are older than the retention: the next tombstone commit removes them."""
@@ -60,12 +67,23 @@ class TombstoneRead:
         return int(pc.sum(pc.fill_null(pc.less(self.rows[TOMBSTONE_WRITTEN_AT], cut), False)).as_py() or 0)
 
 
-def read_tombstones(path: str, storage_options: dict[str, str] | None = None) -> TombstoneRead:
+def read_tombstones(
+    path: str, storage_options: dict[str, str] | None = None, only: dict[str, list] | None = None
+) -> TombstoneRead:
+    """The companion table's rows; `only` ({column: values}): those rows whose columns hold one of the
+    values (each column's, a superset for several), read by filtering its files."""
     try:
         table = DeltaTable(path, storage_options=storage_options)
     except TableNotFoundError:
         return TombstoneRead(path, None, None)
-    return TombstoneRead(path, table.to_pyarrow_table(), table.version())
+    if not only:
+        return TombstoneRead(path, table.to_pyarrow_table(), table.version())
+    wanted = None
+    for column, values in only.items():
+        kind = pa.schema(table.schema().to_arrow()).field(column).type
+        test = pc.field(column).isin(pa.array(values).cast(kind))
+        wanted = test if wanted is None else wanted & test
+    return TombstoneRead(path, table.to_pyarrow_dataset().to_table(filter=wanted), table.version())
 
 
 def write_tombstones(
@@ -74,9 +92,11 @@ def write_tombstones(
     load_id: str,
     cutoff: datetime,
     storage_options: dict[str, str] | None = None,
+    keys: list[str] | None = None,
 ) -> None:
     """One commit: `deletes` (key and sequence columns) written as this load's tombstones, replacing any
-    an earlier attempt of it wrote, and the tombstones older than the retention removed."""
+    an earlier attempt of it wrote, and the tombstones older than the retention removed. `keys`: the
+    columns that identify a row, where not all of `deletes`' (kept events: key and sequence)."""
     now = datetime.now(timezone.utc)
     rows = deletes.append_column(TOMBSTONE_LOAD_ID, pa.array([load_id] * deletes.num_rows, pa.string()))
     rows = rows.append_column(
@@ -91,7 +111,7 @@ def write_tombstones(
         _merge(
             DeltaTable(read.path, storage_options=storage_options),
             rows,
-            deletes.column_names,
+            keys or deletes.column_names,
             load_id,
             cutoff,
         )

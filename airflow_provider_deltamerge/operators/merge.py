@@ -100,6 +100,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         (partial updates): each column holds the newest value an event carried for it (docs/CDC.md).
     :param ignore_null_updates_column_list: ... in these columns only, or
     :param ignore_null_updates_except_column_list: ... in all non-key columns but these.
+    :param track_history_column_list: with scd2 and sequence_by, only a change of these columns opens a
+        version; an event changing only others updates the current version in place (docs/CDC.md).
+    :param track_history_except_column_list: ... of all stored columns but these.
     :param columns: dlt's column schema: hints and data types per column, e.g.
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
@@ -142,6 +145,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "apply_as_truncates",
         "ignore_null_updates_column_list",
         "ignore_null_updates_except_column_list",
+        "track_history_column_list",
+        "track_history_except_column_list",
         "columns",
         "schema_contract",
         "incremental",
@@ -176,6 +181,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         ignore_null_updates: bool = False,
         ignore_null_updates_column_list: str | list[str] | None = None,
         ignore_null_updates_except_column_list: str | list[str] | None = None,
+        track_history_column_list: str | list[str] | None = None,
+        track_history_except_column_list: str | list[str] | None = None,
         columns: dict[str, dict[str, Any]] | list[dict[str, Any]] | None = None,
         schema_contract: str | dict[str, str] | None = None,
         incremental: Any = None,
@@ -221,6 +228,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.ignore_null_updates = ignore_null_updates
         self.ignore_null_updates_column_list = ignore_null_updates_column_list
         self.ignore_null_updates_except_column_list = ignore_null_updates_except_column_list
+        self.track_history_column_list = track_history_column_list
+        self.track_history_except_column_list = track_history_except_column_list
         self.columns = columns
         self.schema_contract = schema_contract
         self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental

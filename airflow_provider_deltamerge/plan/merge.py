@@ -38,6 +38,7 @@ class SourceShape(str, Enum):
     TARGET_KEYS_AND_ROWS = "target_keys_and_rows"  # target keys matching pk OR mk as 'delete' rows + rows
     SCD2_ROWS_AND_RETIRES = "scd2_rows_and_retires"  # scd2 'insert' rows + target versions as 'retire' rows
     SCD2_EVENTS = "scd2_events"  # scd2 of change events: new versions + target versions closed earlier
+    SCD2_HISTORY = "scd2_history"  # scd2 of events with tracked columns: the batch keys' histories rebuilt
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ class MergePlan:
     replace_where: Expr | None = None  # OVERWRITE only: replace just the rows matching this
     reason: str = ""  # one line for the log: why this plan
     retire: object | None = None  # SCD2_ROWS_AND_RETIRES: scd2.RetireScope, which target rows retire;
-    #                               SCD2_EVENTS: scd2_feed.FeedScope, the versions events fall into
+    #                               SCD2_EVENTS: scd2_feed.FeedScope, the versions events fall into;
+    #                               SCD2_HISTORY: scd2_history.HistoryScope, the tracked columns too
     cluster_by: tuple[str, ...] = ()  # WRITE / OVERWRITE: lay rows out in files ordered by these columns
     unique_key: tuple[str, ...] = ()  # the source must hold each value of these at most once; the writer
     #                                   refuses it otherwise, before committing
@@ -71,10 +73,11 @@ class MergePlan:
 
     @property
     def needs_target_read(self) -> bool:
-        return self.source in (
+        return self.operation is Operation.MERGE and self.source in (
             SourceShape.TARGET_KEYS_AND_ROWS,
             SourceShape.SCD2_ROWS_AND_RETIRES,
             SourceShape.SCD2_EVENTS,
+            SourceShape.SCD2_HISTORY,
         )
 
 

@@ -32,6 +32,7 @@ _BOUNDED_SHAPES = (
     SourceShape.ROWS_WITH_FLAG,
     SourceShape.DELETE_KEYS_AND_ROWS,
     SourceShape.SCD2_EVENTS,  # its source holds the batch's keys only, and no clause acts on an unmatched row
+    SourceShape.SCD2_HISTORY,  # likewise
 )
 
 

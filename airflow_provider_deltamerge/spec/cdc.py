@@ -162,6 +162,8 @@ class Scd2EventCounts:
     versions_split: int = 0  # closed versions of the table closed earlier: a late event fell into them
     deletes: int = 0  # delete events remembered for the first time (at their place in the history)
     closed_by_deletes: int = 0  # versions (new, or of the table) this load made end at a delete
+    applied: int | None = None  # tracked columns: the batch's new events (opening a version or absorbed)
+    absorbed: int | None = None  # tracked columns: new events that changed a version in place
 
 
 def event_metrics(
@@ -172,7 +174,8 @@ def event_metrics(
     truncated: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """What a load of `events` change events did: applied (inserted, updated or deleted a row; for scd2,
-    inserted a version or remembered a delete), or skipped as stale (older than, or the same as, the
+    inserted a version or remembered a delete; with tracked columns, a new event that opened a version or
+    was absorbed into one), or skipped as stale (older than, or the same as, the
     newest event of its key in the batch, the row the table holds or the key's tombstone; for scd2, a
     version or a delete the table remembers already; a delete of a key the table does not hold changes
     no row and counts here, though its tombstone is written). With apply_as_deletes: the rows deleted
@@ -183,7 +186,9 @@ def event_metrics(
         return {}
     truncated = truncated or {}
     removed = truncated.get(ROWS_TRUNCATED, 0)
-    if scd2 is not None:
+    if scd2 is not None and scd2.applied is not None:
+        applied = scd2.applied + scd2.deletes
+    elif scd2 is not None:
         applied = int(commit_metrics.get("numTargetRowsInserted") or 0) + scd2.deletes
     else:
         changed = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
@@ -200,6 +205,8 @@ def event_metrics(
     metrics.update(truncated)
     if scd2 is not None:
         metrics["numVersionsSplit"] = scd2.versions_split
+    if scd2 is not None and scd2.absorbed is not None:
+        metrics["numEventsAbsorbed"] = scd2.absorbed
     if scd2 is not None and hints.apply_as_deletes:
         metrics["numVersionsClosedByDeletes"] = scd2.closed_by_deletes
     return metrics

@@ -101,6 +101,8 @@ class TableHints:
     ignore_null_updates: bool = False  # change events: a null in an event keeps the stored value
     ignore_null_updates_column_list: tuple[str, ...] = ()  # ... in these columns only, or
     ignore_null_updates_except_column_list: tuple[str, ...] = ()  # ... in all non-key columns but these
+    track_history_column_list: tuple[str, ...] = ()  # scd2 of events: changes of these open versions
+    track_history_except_column_list: tuple[str, ...] = ()  # ... all stored columns' but these
 
 
 def resolve_hints(

@@ -60,6 +60,7 @@ from .secrets import credential_values, redact_text
 from .sources import is_change_feed, parse_source
 from .storage import check_storage_options, delta_rs_options
 from .table_properties import check_loading_allowed, check_table_properties
+from .track_history import check_track_history
 
 FORMAT_VERSION = 1
 DEFAULT_PIPELINE = "deltamerge"
@@ -226,6 +227,10 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "ignore_null_updates_except_column_list": lambda value: check_column_list(
         "ignore_null_updates_except_column_list", value
     ),
+    "track_history_column_list": lambda value: check_column_list("track_history_column_list", value),
+    "track_history_except_column_list": lambda value: check_column_list(
+        "track_history_except_column_list", value
+    ),
     "columns": canonical_columns,
     "schema_contract": check_schema_contract,
     "pipeline_name": check_pipeline_name,
@@ -275,6 +280,8 @@ class LoadRequest:
     ignore_null_updates: bool = False  # change events: a null keeps the stored value (spec/null_updates.py)
     ignore_null_updates_column_list: Any = None  # in these columns only, or
     ignore_null_updates_except_column_list: Any = None  # in all non-key columns but these
+    track_history_column_list: Any = None  # scd2 of events: only these columns' changes open versions, or
+    track_history_except_column_list: Any = None  # all stored columns' but these (spec/track_history.py)
     columns: Any = None
     schema_contract: Any = None
     pipeline_name: str | None = None
@@ -325,6 +332,8 @@ class LoadRequest:
                 "except_column_list",
                 "ignore_null_updates_column_list",
                 "ignore_null_updates_except_column_list",
+                "track_history_column_list",
+                "track_history_except_column_list",
             )
         }
         conditions = {
@@ -336,6 +345,7 @@ class LoadRequest:
         check_cdc(disposition, dataclasses.replace(hints, **events))
         check_scd2_retention(disposition, dataclasses.replace(hints, **events), self.tombstone_retention)
         check_null_updates(disposition, dataclasses.replace(hints, **events))
+        check_track_history(disposition, dataclasses.replace(hints, **events))
         if is_change_feed(self.source):  # the upstream's commit version is the cursor
             object.__setattr__(self, "incremental", feed_incremental(self.incremental))
             check_feed_load(disposition.strategy, self.sequence_by)
@@ -361,7 +371,8 @@ class LoadRequest:
         ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
         merge_key, sequence_by, column_list, except_column_list, apply_as_deletes, apply_as_truncates,
         tombstone_retention, ignore_null_updates, ignore_null_updates_column_list,
-        ignore_null_updates_except_column_list, columns, schema_contract,
+        ignore_null_updates_except_column_list, track_history_column_list,
+        track_history_except_column_list, columns, schema_contract,
         pipeline_name, backend, naming, incremental, window_overwrite, table_properties,
         max_table_nesting, nested_layout, root_key, storage_options, and the run's data_interval,
         run_context and load_id.

@@ -131,6 +131,23 @@ def test_the_scd2_operator_takes_a_change_feed_and_refuses_what_bounds_versions_
         feed.build_request(context())
 
 
+def test_the_scd2_operator_takes_the_tracked_columns_of_a_change_feed():
+    op = DeltaScd2Operator(
+        task_id="dim", merge_key="id", sequence_by="lsn", track_history_except_column_list=["note"], **BASE
+    )
+    assert op.build_request(context()).hints.track_history_except_column_list == ("note",)
+    both = DeltaScd2Operator(
+        task_id="dim",
+        merge_key="id",
+        sequence_by="lsn",
+        track_history_column_list=["name"],
+        track_history_except_column_list=["note"],
+        **BASE,
+    )
+    with pytest.raises(AirflowFailException, match="track_history_except_column_list: give"):
+        both.build_request(context())
+
+
 def test_target_is_declared_as_outlet_asset():
     op = merge_op(table_name="FlightLegs")
     assert op.outlets == [Asset(uri="file:///lake/demo/flight_legs")]

@@ -403,6 +403,10 @@ def test_the_console_script_runs_the_command(shop):
                 "except_column_list": ["op"],
             },
         ),
+        (
+            ("--track-history-column-list", "name,city", "--track-history-except-column-list", "note"),
+            {"track_history_column_list": ["name", "city"], "track_history_except_column_list": ["note"]},
+        ),
     ],
 )
 def test_load_options_become_the_requests_arguments(args, expected):
