@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, staged_arrow
-from airflow_provider_deltamerge import load as load_module
 from tests.arrivals import arrival_batches
 from tests.cli.test_cli import as_json
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
+from tests.races import another_load_commits_first
 from tests.spark.test_cdc import load as load_events
 from tests.spark.test_cdc import rows
 
@@ -157,18 +157,10 @@ def test_a_load_planned_before_another_deleted_its_key_does_not_bring_the_key_ba
     """Load B reads the tombstones and plans; load A commits the delete of B's key (newer than B's
     event) before B commits: B's commit is planned again and skips its event."""
     load(spark, dataset, [event(1, 1, "ann")])
-    original = load_module.checkpoint
-    raced = {}
-
-    def between_read_and_commit(step):
-        original(step)
-        if step == "commit" and not raced:
-            raced["started"] = True  # once: the racing load's own steps pass through here too
-            raced["load"] = load(spark, dataset, [event(7, 5, op="D")])
-
-    monkeypatch.setattr(load_module, "checkpoint", between_read_and_commit)
-    late = load(spark, dataset, [event(7, 3, "older than the delete"), event(1, 9, op="D")])
-    monkeypatch.setattr(load_module, "checkpoint", original)
+    with another_load_commits_first(
+        monkeypatch, lambda: load(spark, dataset, [event(7, 5, op="D")])
+    ) as raced:
+        late = load(spark, dataset, [event(7, 3, "older than the delete"), event(1, 9, op="D")])
     assert raced["load"].metrics["numTombstonesWritten"] == 1
     assert rows(dataset) == {}
     assert (late.metrics["numEventsSkippedStale"], late.metrics["numEventsDeleted"]) == (1, 1)

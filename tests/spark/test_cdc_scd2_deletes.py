@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
-from airflow_provider_deltamerge import load as load_module
 from tests.arrivals import arrival_batches
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
+from tests.races import another_load_commits_first
 from tests.spark.test_cdc_scd2 import history
 from tests.spark.test_cdc_scd2 import load as load_events
 
@@ -138,18 +138,10 @@ def test_a_load_planned_before_another_deleted_does_not_run_past_the_delete(spar
     """Load B plans its late event; load A commits a delete before it, earlier in the history than B's
     event's next point: B is planned again, and its version ends at the delete."""
     load(spark, dataset, [event(7, 1, "a"), event(7, 9, "c")])
-    original = load_module.checkpoint
-    raced = {}
-
-    def between_read_and_commit(step):
-        original(step)
-        if step == "commit" and not raced:
-            raced["started"] = True  # once: the racing load's own steps pass through here too
-            raced["load"] = load(spark, dataset, [event(7, 5, op="D")])
-
-    monkeypatch.setattr(load_module, "checkpoint", between_read_and_commit)
-    late = load(spark, dataset, [event(7, 3, "b")])
-    monkeypatch.setattr(load_module, "checkpoint", original)
+    with another_load_commits_first(
+        monkeypatch, lambda: load(spark, dataset, [event(7, 5, op="D")])
+    ) as raced:
+        late = load(spark, dataset, [event(7, 3, "b")])
     assert raced["load"].metrics["numEventsDeleted"] == 1
     assert late.metrics["numVersionsClosedByDeletes"] == 1
     assert history(dataset) == [(7, "a", 1.0, 3.0), (7, "b", 3.0, 5.0), (7, "c", 9.0, None)]

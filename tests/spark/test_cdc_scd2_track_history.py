@@ -11,16 +11,16 @@ between its kept events' commit and its commit of the table (docs/CDC.md).
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from deltalake import DeltaTable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
+from tests.arrivals import arrival_batches
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import table_version
+from tests.races import another_load_commits_first
 from tests.spark.test_cdc_scd2 import load as load_events
 
 pytestmark = pytest.mark.spark
@@ -221,12 +221,8 @@ def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("scd2tracked"))
-    draw = random.Random(seed)
-    delivered = events + draw.sample(events, k=min(seed % 3, len(events)))  # some delivered twice
-    draw.shuffle(delivered)
-    cuts = sorted(draw.sample(range(1, len(delivered)), k=min(batches - 1, len(delivered) - 1)))
-    for start, end in zip([0, *cuts], [*cuts, len(delivered)], strict=True):
-        load(spark, dataset, delivered[start:end], apply_as_deletes="op = 'D'")
+    for batch in arrival_batches(events, batches, seed):
+        load(spark, dataset, batch, apply_as_deletes="op = 'D'")
     assert history(dataset) == model(events)
 
 
@@ -247,21 +243,12 @@ def test_timestamp_sequences_keep_their_events_as_timestamps(spark, dataset):
 def test_a_load_planned_before_another_kept_events_is_planned_again_over_them(spark, dataset, monkeypatch):
     """Load B plans its late event; load A commits an event B's version absorbs before B commits: B is
     planned again, so the version before B's keeps A's values."""
-    from airflow_provider_deltamerge import load as load_module
 
     load(spark, dataset, [event(7, 10, "A", "x"), event(7, 20, "A", "y")])
-    original = load_module.checkpoint
-    raced = {}
-
-    def between_read_and_commit(step):
-        original(step)
-        if step == "commit" and not raced:
-            raced["started"] = True  # once: the racing load's own steps pass through here too
-            raced["load"] = load(spark, dataset, [event(7, 12, "A", "p")])
-
-    monkeypatch.setattr(load_module, "checkpoint", between_read_and_commit)
-    late = load(spark, dataset, [event(7, 15, "B", "b")])
-    monkeypatch.setattr(load_module, "checkpoint", original)
+    with another_load_commits_first(
+        monkeypatch, lambda: load(spark, dataset, [event(7, 12, "A", "p")])
+    ) as raced:
+        late = load(spark, dataset, [event(7, 15, "B", "b")])
     assert raced["load"].metrics["numEventsAbsorbed"] == 1
     assert late.metrics["numEventsApplied"] == 1
     assert history(dataset) == [(7, "A", "p", 10, 15), (7, "B", "b", 15, 20), (7, "A", "y", 20, None)]

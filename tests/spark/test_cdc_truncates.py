@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, NullKeyError, staged_arrow
-from airflow_provider_deltamerge import load as load_module
 from tests.arrivals import arrival_batches
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
+from tests.races import another_load_commits_first
 from tests.spark.test_cdc import load as load_events
 from tests.spark.test_cdc import rows
 from tests.spark.test_cdc_deletes import DELETES, event
@@ -175,18 +175,8 @@ def test_a_load_planned_before_another_truncated_the_table_skips_its_older_event
     """Load B reads the tombstones and plans; load A commits a truncate newer than B's event before B
     commits: B's commit is planned again and skips its event."""
     load(spark, dataset, [event(1, 1, "ann")])
-    original = load_module.checkpoint
-    raced = {}
-
-    def between_read_and_commit(step):
-        original(step)
-        if step == "commit" and not raced:
-            raced["started"] = True  # once: the racing load's own steps pass through here too
-            raced["load"] = load(spark, dataset, [truncate(5)])
-
-    monkeypatch.setattr(load_module, "checkpoint", between_read_and_commit)
-    late = load(spark, dataset, [event(7, 3, "older than the truncate"), event(2, 9, "bob")])
-    monkeypatch.setattr(load_module, "checkpoint", original)
+    with another_load_commits_first(monkeypatch, lambda: load(spark, dataset, [truncate(5)])) as raced:
+        late = load(spark, dataset, [event(7, 3, "older than the truncate"), event(2, 9, "bob")])
     assert raced["load"].metrics["numTargetRowsTruncated"] == 1
     assert rows(dataset) == {2: event(2, 9, "bob")}
     assert (late.metrics["numEventsApplied"], late.metrics["numEventsSkippedStale"]) == (1, 1)
