@@ -196,7 +196,7 @@ def key_ranges(df: DataFrame, profile: Profile, columns: list[str]) -> tuple[Key
         if low is None or high is None:
             return ()
         parse = _BOUND_PARSERS.get(type(df.schema[column].dataType))
-        if parse is not None:
+        if parse is not None and not isinstance(low, date):  # read from Arrow: a date or datetime already
             low, high = parse(low), parse(high)
         ranges.append(KeyRange(column, low, high))
     return tuple(ranges)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..errors import NullKeyError, PartitionValueError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
@@ -24,7 +25,7 @@ from ..plan.pruning import KeyRange
 from ..spec.cdc import event_key
 from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import cdc, frames, null_updates, partition_values, profile
+from . import arrow_profile, cdc, frames, null_updates, partition_values, profile
 from .scd2 import rows_and_retires
 from .scd2_feed import versions_and_closes
 
@@ -97,7 +98,11 @@ def stage_batch(
     aggregates += [cdc.sum_of_ties()] if ties_in_pass else []
     aggregates += nulls if one_observation else []
     arrow = None
-    if profile.observes_in_pass(staged):
+    if collect is not None and one_observation:  # every count is in the collected rows: none observed
+        staged = staged.drop(cdc.TIES)
+        arrow = collect(staged)
+        after = _arrow_profile(arrow, staged, key_columns, ranged, partition_folders, aggregates)
+    elif profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
         staged = staged.drop(cdc.TIES)
         if collect is not None:
@@ -132,6 +137,15 @@ def stage_batch(
     ranges = partition_values.with_partitions(ranges, staged, arrow, partition_by)
     size = arrow.nbytes if arrow is not None else profile.arrow_bytes(staged, after)
     return StagedBatch(staged, before.rows, after.rows, ranges, size, arrow)
+
+
+def _arrow_profile(arrow, staged: DataFrame, key_columns, ranged, folders, aggregates) -> profile.Profile:
+    """The staged batch's profile from its collected rows; where those cannot decide it (a zoned
+    timestamp a day from a storable limit), the aggregates as a job of their own."""
+    text_folders = [c for c in folders if isinstance(staged.schema[c].dataType, T.StringType)]
+    dates = profile.date_columns(staged)
+    counted = arrow_profile.profiled(arrow, key_columns, dates, ranged, text_folders)
+    return counted if counted is not None else profile.aggregated(staged, aggregates)
 
 
 def _lacks_columns(df: DataFrame, keys: dict, disposition: WriteDisposition, hints: TableHints) -> bool:

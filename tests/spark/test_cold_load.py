@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
 
@@ -36,7 +37,7 @@ def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tm
     spark.range(290, 320).selectExpr("id", "concat('u', id) AS v").write.parquet(landing)
     upserted, second = load(spark, dataset, spark.read.parquet(landing))
     assert created.metrics["rows_staged"] == 300 and upserted.metrics["numTargetRowsInserted"] == 20
-    # the floor's one job: the batch computed once, collected as Arrow, its aggregates observed on the way
+    # the floor's one job: the batch computed once and collected as Arrow, counted there
     # PySpark 3.5 gives a frame made from Python rows no size estimate, so staging checkpoints it before
     # the collection there: two jobs (the README's job counts are those of the tested set)
     rows_path = (1, 1) if int(pyspark.__version__.split(".")[0]) >= 4 else (2, 2)
@@ -44,16 +45,30 @@ def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tm
     assert (second.jobs, second.sql_executions) == (1, 1), second.job_names
 
 
-def test_a_load_that_keeps_every_row_observes_its_pass_once(spark, dataset, tmp_path):
-    """Each observation of the staging pass splits its generated code: the raw batch's counts (rows,
-    null keys) ride on the staged batch's one observation where preparation keeps every row."""
+def test_a_collected_load_that_keeps_every_row_is_counted_in_arrow_not_observed(spark, dataset, tmp_path):
+    """Where preparation keeps every row and the pass collects the batch whole, staging's counts (rows,
+    null keys, key bounds, dates) come from the Arrow rows: the pass is a plain collection, with no
+    observed node whose aggregates a fresh JVM compiles and runs row by row."""
     landing = str(tmp_path / "landing")
     spark.range(300).selectExpr("id", "concat('v', id) AS v", "IF(id = 7, 1, NULL) AS gone").write.parquet(
         landing
     )
     info, work = load(spark, dataset, spark.read.parquet(landing), columns={"gone": {"hard_delete": True}})
     assert info.metrics["rows_staged"] == 300 and work.sql_executions == 1
-    assert len(re.findall(r"^\(\d+\) CollectMetrics", work.plans[0], re.M)) == 1, work.plans[0]
+    assert "CollectMetrics" not in work.plans[0], work.plans[0]
+    assert DeltaTable(f"{dataset}/items").to_pyarrow_table().num_rows == 299
+
+
+def test_a_materialised_load_that_keeps_every_row_observes_its_pass_once(spark, dataset):
+    """Each observation of the staging pass splits its generated code: where the batch is materialised in
+    Spark (a source Spark cannot size), the raw batch's counts ride on the staged batch's observation."""
+    rows = spark.createDataFrame([(i, f"v{i}") for i in range(300)], "id long, v string")
+    info, work = load(spark, dataset, rows)
+    assert info.metrics["rows_staged"] == 300
+    observed = [plan for plan in work.plans if "CollectMetrics" in plan]
+    assert len(observed) == 1 and len(re.findall(r"^\(\d+\) CollectMetrics", observed[0], re.M)) == 1, (
+        work.plans
+    )
 
 
 def test_change_events_are_checked_for_ties_in_the_staging_pass(spark, dataset, tmp_path):
