@@ -217,6 +217,7 @@ def numbered(drawn) -> list[dict]:
 EVENTS = st.lists(st.tuples(st.integers(1, 3), VALUES, VALUES, OPS), min_size=1, max_size=10).map(numbered)
 
 
+@pytest.mark.property
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=[{**e, "op": "U"} for e in (FULL, PARTIAL)], batches=2, seed=1)

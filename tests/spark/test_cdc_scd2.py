@@ -178,6 +178,7 @@ EVENTS = st.lists(
 ).map(lambda events: list({(e["id"], e["seq"]): e for e in events}.values()))  # one event per key and seq
 
 
+@pytest.mark.property
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(2, 3), seed=st.integers(0, 2**16))
 def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(

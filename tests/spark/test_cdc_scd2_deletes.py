@@ -196,6 +196,7 @@ def _one_per_place(events):
     return list({(e["id"], e["seq"]): e for e in events}.values())  # one event per key and sequence
 
 
+@pytest.mark.property
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS.map(_one_per_place), batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=logged(0) + logged(1), batches=3, seed=2)

@@ -214,6 +214,7 @@ SPLIT_EXAMPLE = [
 ]
 
 
+@pytest.mark.property
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=SPLIT_EXAMPLE, batches=2, seed=47)  # 13 arrives after 10, 12 and 15, 10 and 15 again

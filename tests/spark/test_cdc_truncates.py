@@ -236,6 +236,7 @@ LATE_AFTER_TRUNCATE = [
 ]
 
 
+@pytest.mark.property
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 4), seed=st.integers(0, 2**16))
 @example(events=LATE_AFTER_TRUNCATE, batches=3, seed=4)

@@ -177,6 +177,7 @@ def recorded_loads(dataset: str) -> list[dict]:
     return store.read_loads(dataset, table_name=TABLE)
 
 
+@pytest.mark.property
 @pytest.mark.parametrize("disposition", sorted(DISPOSITIONS))
 @settings(
     max_examples=6,
