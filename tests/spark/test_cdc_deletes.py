@@ -131,6 +131,18 @@ def test_tombstones_expire_after_the_retention_and_the_expired_are_removed(spark
     assert rows(dataset) == {1: event(1, 3, "older than the expired delete")}
 
 
+def test_tombstones_compacted_by_maintenance_still_keep_a_deleted_key_from_coming_back(spark, dataset):
+    from airflow_provider_deltamerge import maintain_table
+
+    load(spark, dataset, [event(1, 1, "ann"), event(2, 1, "bob")])
+    first, second = (load(spark, dataset, [event(key, 5, op="D")]) for key in (1, 2))  # a file each
+    compacted = maintain_table(dataset, "_dlt_tombstones_accounts", optimize=True, vacuum=True)
+    assert (compacted["numRemovedFiles"], compacted["numAddedFiles"]) == (2, 1)
+    assert tombstones(dataset) == {1: [(5, first.load_id)], 2: [(5, second.load_id)]}
+    load(spark, dataset, [event(1, 3, "older than the delete"), event(2, 4, "older too")])
+    assert rows(dataset) == {}
+
+
 def test_a_load_stopped_between_its_tombstones_and_its_commit_leaves_tombstones_nobody_honours(
     spark, dataset, monkeypatch
 ):

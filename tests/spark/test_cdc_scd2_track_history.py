@@ -105,6 +105,17 @@ def test_a_late_event_splits_a_version_that_absorbed_events_at_their_place(spark
     assert back.metrics["numVersionsSplit"] == 1
 
 
+def test_the_kept_events_compacted_by_maintenance_still_split_a_late_events_version(spark, dataset):
+    from airflow_provider_deltamerge import maintain_table
+
+    for seq, note in ((10, "x"), (12, "p"), (15, "q")):  # one file of kept events each
+        load(spark, dataset, [event(1, seq, "A", note)])
+    kept = maintain_table(dataset, "_dlt_events_customers", optimize=True, checkpoint=True)
+    assert (kept["numRemovedFiles"], kept["numAddedFiles"]) == (3, 1)
+    load(spark, dataset, [event(1, 13, "B", "r")])
+    assert history(dataset) == [(1, "A", "p", 10, 13), (1, "B", "r", 13, 15), (1, "A", "q", 15, None)]
+
+
 def test_a_late_event_equal_to_its_neighbours_joins_them_into_one_version(spark, dataset):
     load(spark, dataset, [event(1, 10, "A", "x"), event(1, 20, "B", "y"), event(1, 30, "A", "z")])
     late = load(spark, dataset, [event(1, 15, "A", "w"), event(1, 25, "A", "v")])

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_deltamerge import ConfigError
+from airflow_provider_deltamerge import ConfigError, ConflictError
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.delta.maintenance import maintain_table
+from airflow_provider_deltamerge.delta.tombstones import read_tombstones, write_tombstones
+from airflow_provider_deltamerge.spec.cdc import SEQUENCE, tombstones_table
 
 ROUNDS = 4
 FILES = 30
@@ -99,26 +102,72 @@ def test_optimizes_of_a_state_table_racing_row_writes_keep_one_row_per_load(data
     monkeypatch.setattr(store, "COMPACT_AT_FILES", 2)
     snapshot = store.StoreSnapshot(dataset, [], [])
     done = threading.Event()
-
-    def optimize_until_done():
-        runs = 0
-        while not done.is_set():
-            try:
-                maintain_table(dataset, store.LOADS_TABLE, optimize=True)
-                runs += 1
-            except Exception as exc:  # noqa: BLE001 - the table may not exist yet
-                if "no Delta table" not in str(exc) and "lost to concurrent" not in str(exc):
-                    raise
-        return runs
-
     with ThreadPoolExecutor(max_workers=1) as pool:
-        optimizing = pool.submit(optimize_until_done)
+        optimizing = pool.submit(maintain_until, done, dataset, store.LOADS_TABLE)
         for n in range(12):
             store.write_load_row(snapshot, store.LoadRecord(f"{n}.25", "p", "items", n, {}))
         done.set()
         optimizing.result()
     rows = DeltaTable(f"{dataset}/{store.LOADS_TABLE}").to_pyarrow_table(columns=["load_id"])
     assert sorted(rows.column("load_id").to_pylist()) == sorted(f"{n}.25" for n in range(12))
+
+
+def maintain_until(done: threading.Event, dataset: str, table_name: str) -> int:
+    """maintain_table's OPTIMIZE of the table, again and again until `done`; how many runs committed."""
+    runs = 0
+    while not done.is_set():
+        try:
+            maintain_table(dataset, table_name, optimize=True)
+            runs += 1
+        except Exception as exc:  # noqa: BLE001 - the table may not exist yet, or a write came first
+            if "no Delta table" not in str(exc) and "lost to concurrent" not in str(exc):
+                raise
+    return runs
+
+
+def test_compactions_of_a_companion_table_racing_its_loads_writes_lose_no_removal(dataset):
+    """A table's tombstones (its kept events are written alike) are written by loads' delta-rs MERGEs,
+    which remove rows too (expired tombstones, an earlier attempt's), while maintenance compacts them
+    (an OPTIMIZE, claimed first): no removal is lost and no row is kept twice."""
+    name = tombstones_table("items")
+    path = f"{dataset}/{name}"
+    done = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        maintaining = pool.submit(maintain_until, done, dataset, name)
+        for n in range(16):
+            deletes = pa.table({"id": [n, 100 + n], SEQUENCE: [n, n]})
+            for _attempt in range(20):  # a load that lost to the compaction is retried
+                try:  # each write expires every tombstone before it
+                    write_tombstones(read_tombstones(path), deletes, f"{n}.5", datetime.now(timezone.utc))
+                    break
+                except ConflictError:
+                    continue
+        done.set()
+        runs = maintaining.result()
+    rows = DeltaTable(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    assert sorted(rows) == [15, 115], f"{runs} compactions"
+
+
+def test_a_companion_tables_write_planned_before_its_compaction_keeps_each_row_once(dataset, monkeypatch):
+    """A load's retry rewrites its tombstones, planned on the version before maintenance compacted them
+    and committed after: deltalake refuses that MERGE over the OPTIMIZE of the files it read (a
+    ConflictError, and the load is retried), so the compacted file never keeps a row it replaced."""
+    from airflow_provider_deltamerge.delta import tombstones
+
+    name = tombstones_table("items")
+    path = f"{dataset}/{name}"
+    long_ago = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    for load_id, key in (("1.5", 1), ("2.5", 2)):  # a file each
+        write_tombstones(read_tombstones(path), pa.table({"id": [key], SEQUENCE: [key]}), load_id, long_ago)
+    planned = DeltaTable(path).version()
+    read = read_tombstones(path)
+    assert maintain_table(dataset, name, optimize=True)["numRemovedFiles"] == 2
+    monkeypatch.setattr(tombstones, "DeltaTable", lambda p, **kw: DeltaTable(p, version=planned, **kw))
+    with pytest.raises(ConflictError, match="Retry the load"):  # load 1.5's retry, writing it again
+        write_tombstones(read, pa.table({"id": [1], SEQUENCE: [1]}), "1.5", long_ago)
+    monkeypatch.undo()
+    rows = DeltaTable(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    assert sorted(rows) == [1, 2]
 
 
 def test_a_state_table_is_not_z_ordered(dataset):
