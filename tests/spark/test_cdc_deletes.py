@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, staged_arrow
-from tests.arrivals import arrival_batches
+from tests.arrivals import arrival_batches, delivered
 from tests.cli.test_cli import as_json
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
@@ -240,6 +240,7 @@ def test_the_table_depends_only_on_the_events_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("cdc_deletes"))
-    for batch in arrival_batches(events, batches, seed, replay=True):
-        load(spark, dataset, batch)
+    delivered(
+        lambda batch: load(spark, dataset, batch), arrival_batches(events, batches, seed, replay=True), seed
+    )
     assert rows(dataset) == model(events)

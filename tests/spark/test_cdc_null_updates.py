@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, MissingKeyColumnError, staged_arrow
+from tests.arrivals import delivered
 from tests.helpers import read_rows
 from tests.spark.test_cdc import load as load_events
 
@@ -230,9 +231,8 @@ def test_the_table_equals_in_order_application_whatever_the_batching_and_order(
     random.Random(seed).shuffle(shuffled)
     inner = random.Random(seed + 1).sample(range(1, len(shuffled)), min(batches, len(shuffled)) - 1)
     cuts = sorted({*inner, len(shuffled)})
-    start = 0
-    for cut in cuts:
-        if shuffled[start:cut]:
-            deleting(spark, dataset, shuffled[start:cut])
-        start = cut
+    arrivals = [
+        shuffled[start:cut] for start, cut in zip([0, *cuts], cuts, strict=False) if shuffled[start:cut]
+    ]
+    delivered(lambda batch: deleting(spark, dataset, batch), arrivals, seed)
     assert rows(dataset) == model(events)

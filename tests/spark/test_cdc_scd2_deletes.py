@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
-from tests.arrivals import arrival_batches
+from tests.arrivals import arrival_batches, delivered
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
 from tests.races import another_load_commits_first
@@ -204,6 +204,5 @@ def test_the_history_depends_only_on_the_events_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("scd2deletes"))
-    for batch in arrival_batches(events, batches, seed):
-        load(spark, dataset, batch)
+    delivered(lambda batch: load(spark, dataset, batch), arrival_batches(events, batches, seed), seed)
     assert history(dataset) == model(events)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
-from tests.arrivals import arrival_batches
+from tests.arrivals import arrival_batches, delivered
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import table_version
 from tests.races import another_load_commits_first
@@ -233,8 +233,8 @@ def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("scd2tracked"))
-    for batch in arrival_batches(events, batches, seed):
-        load(spark, dataset, batch, apply_as_deletes="op = 'D'")
+    arrivals = arrival_batches(events, batches, seed)
+    delivered(lambda batch: load(spark, dataset, batch, apply_as_deletes="op = 'D'"), arrivals, seed)
     assert history(dataset) == model(events)
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, NullKeyError, staged_arrow
-from tests.arrivals import arrival_batches
+from tests.arrivals import arrival_batches, delivered
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
 from tests.races import another_load_commits_first
@@ -244,6 +244,6 @@ def test_the_table_depends_only_on_the_events_truncates_and_deletes_among_them(
     spark, tmp_path_factory, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("cdc_truncates"))
-    for batch in arrival_batches(events, batches, seed, replay=True):
-        load(spark, dataset, batch, apply_as_deletes=DELETES)
+    arrivals = arrival_batches(events, batches, seed, replay=True)
+    delivered(lambda batch: load(spark, dataset, batch, apply_as_deletes=DELETES), arrivals, seed)
     assert rows(dataset) == model(events)
