@@ -28,7 +28,7 @@ class SparkWork:
     def __enter__(self):
         if self.counted:
             self._wait_for_listeners()
-            self._jobs_before = set(self._job_ids())
+            self._jobs_before = set(self._jobs())
             self._sql_before = set(self._sql_executions())
         return self
 
@@ -36,12 +36,12 @@ class SparkWork:
         if not self.counted:
             return
         self._wait_for_listeners()
-        new = sorted(set(self._job_ids()) - self._jobs_before)
+        names = self._jobs()
+        new = sorted(set(names) - self._jobs_before)
         executions = self._sql_executions()
         started = sorted(set(executions) - self._sql_before)
         self.jobs, self.sql_executions = len(new), len(started)
-        self.plans = [executions[i] for i in started]
-        names = self._jobs()
+        self.plans = [str(executions[i].physicalPlanDescription()) for i in started]  # the new ones only
         self.job_names = [names[job] for job in new]
 
     def _jobs(self) -> dict[int, str]:
@@ -50,16 +50,13 @@ class SparkWork:
         listed = [jobs.apply(i) for i in range(jobs.size())]
         return {int(job.jobId()): str(job.name()) for job in listed}
 
-    def _job_ids(self) -> list[int]:
-        return list(self._jobs())
-
-    def _sql_executions(self) -> dict[int, str]:
-        """The SQL executions the store still holds, by id: their physical plan. Ids, not a count: the
-        store keeps only the newest spark.sql.ui.retainedExecutions (1000), so a long-lived session's
-        count stops growing."""
+    def _sql_executions(self) -> dict:
+        """The SQL executions the store still holds, by id (the JVM's objects: a plan is read only where
+        asked). Ids, not a count: the store keeps only the newest spark.sql.ui.retainedExecutions (1000),
+        so a long-lived session's count stops growing."""
         executions = self.spark._jsparkSession.sharedState().statusStore().executionsList()  # a Scala Seq
         listed = [executions.apply(i) for i in range(executions.size())]
-        return {int(e.executionId()): str(e.physicalPlanDescription()) for e in listed}
+        return {int(e.executionId()): e for e in listed}
 
     def _wait_for_listeners(self) -> None:
         """The stores are filled by listeners on Spark's event bus, after the job itself returns."""

@@ -174,12 +174,17 @@ def text_bytes(df: DataFrame) -> list[Column]:
     return [F.expr(f"sum(CAST({lengths} AS BIGINT))").alias("text")]
 
 
+def text_columns(df: DataFrame, columns: tuple[str, ...]) -> list[str]:
+    """Those of `columns` that hold text: the partition columns whose folder names can outgrow a name."""
+    text = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StringType)}
+    return [c for c in columns if c in text]
+
+
 def partition_folder_bytes(df: DataFrame, columns: tuple[str, ...]) -> list[Column]:
     """The longest folder name `<column>=<value>` among the batch's values of each text partition column,
     as delta-rs writes it: every byte but the unreserved ASCII characters percent-encoded (3 bytes)."""
-    text = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StringType)}
     aggregates = []
-    for column in (c for c in columns if c in text):
+    for column in text_columns(df, columns):
         value = _quoted(column)
         kept = f"length(regexp_replace({value}, '[^A-Za-z0-9._~-]', ''))"
         escaped = f"{kept} + 3 * (octet_length({value}) - {kept})"

@@ -17,7 +17,6 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ..errors import NullKeyError, PartitionValueError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
@@ -142,8 +141,7 @@ def stage_batch(
 def _arrow_profile(arrow, staged: DataFrame, key_columns, ranged, folders, aggregates) -> profile.Profile:
     """The staged batch's profile from its collected rows; where those cannot decide it (a zoned
     timestamp a day from a storable limit), the aggregates as a job of their own."""
-    text_folders = [c for c in folders if isinstance(staged.schema[c].dataType, T.StringType)]
-    dates = profile.date_columns(staged)
+    dates, text_folders = profile.date_columns(staged), profile.text_columns(staged, folders)
     counted = arrow_profile.profiled(arrow, key_columns, dates, ranged, text_folders)
     return counted if counted is not None else profile.aggregated(staged, aggregates)
 
