@@ -77,11 +77,16 @@ def against_tombstones(
             staged = _with_remembered_deletes(spark, staged, tombstones, key, sequence)
         return EventsAgainstTombstones(staged, read, cutoff, remembered=remembered)
     tombstones, remembered = truncate_load.split(tombstones, key, sequence)  # a truncate: a null key
+    if hints.apply_as_truncates:
+        staged = truncate_load.with_typed_key(staged, read, key)
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
-    if tombstones and null_updates.active(hints):  # partial updates: values older than a tombstone too
-        staged = null_update_tombstones.older_values_dropped(spark, staged, tombstones, key, sequence)
     staged, truncate = truncate_load.against_truncates(staged, remembered, key, sequence)
+    newest_truncate = truncate if truncate is not None else remembered
+    if null_updates.active(hints) and (tombstones or newest_truncate is not None):
+        # partial updates: the values older than a tombstone of their key, or a truncate, go too
+        cut = newest_truncate[0] if newest_truncate is not None else None
+        staged = null_update_tombstones.older_values_dropped(spark, staged, tombstones, key, sequence, cut)
     return EventsAgainstTombstones(staged, read, cutoff, truncate=truncate)
 
 
@@ -98,8 +103,8 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     columns = [*event_key(request.disposition, hints), *sequence_columns(len(hints.sequence_by))]
     marked = hints.apply_as_deletes or hints.apply_as_truncates  # a truncate is flagged as a delete
     deletes = None
-    if hints.apply_as_deletes and null_updates.active(hints):  # each key's newest delete, also not its newest
-        deletes = null_update_tombstones.newest_deletes(events.staged, hints.primary_key, columns[-1:])
+    if marked and null_updates.active(hints):  # each key's newest delete, also not its newest
+        deletes = _newest_deletes_and_truncate(events.staged, hints, columns)
     elif marked:
         deletes = _delete_events(events.staged, columns)
     if deletes is not None and events.remembered:  # scd2: each delete remembered once
@@ -122,6 +127,18 @@ def _delete_events(staged, columns: list[str]) -> pa.Table:
         flagged = staged.arrow.filter(pc.fill_null(staged.arrow[HARD_DELETE_FLAG], False))
         return flagged.select(columns)
     return spark_to_arrow(staged.df.where(HARD_DELETE_FLAG).select(*columns))
+
+
+def _newest_deletes_and_truncate(staged, hints, columns: list[str]) -> pa.Table:
+    """Partial updates: each key's newest delete in the batch (null_update_tombstones.py), and the
+    batch's truncate where it applies (staging flags it after the keys' deletes are taken)."""
+    parts = []
+    if hints.apply_as_deletes:
+        parts.append(null_update_tombstones.newest_deletes(staged, hints.primary_key, columns[-1:]))
+    if hints.apply_as_truncates:
+        flagged = _delete_events(staged, columns)
+        parts.append(flagged.filter(pc.is_null(flagged[columns[0]])))
+    return pa.concat_tables(parts, promote_options="permissive")
 
 
 def _with_remembered_deletes(spark, staged, tombstones: list[dict], key, sequence):

@@ -21,11 +21,46 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .delta.delta_rs import spark_to_arrow
+from .errors import ConfigError
 from .plan.merge import HARD_DELETE_FLAG
 from .spark import cdc
 from .spark.extract import arrow_to_spark
 from .spec.cdc import EVENTS_TRUNCATED, ROWS_TRUNCATED, sequence_columns
 from .spec.request import LoadRequest
+
+
+def with_typed_key(staged, read, key):
+    """The staged batch with each key column it lacks as typed nulls, typed as the tombstone table types
+    it. A batch of truncates only carries null keys, which have no type where the table does not exist
+    yet (its columns would type them): the truncate is remembered with its key typed as the tombstones'
+    are, and is refused, naming the column, where there are none yet."""
+    columns = staged.arrow.column_names if staged.arrow is not None else staged.df.columns
+    missing = [k for k in key if k not in columns]
+    if not missing:
+        return staged
+    remembered = read.rows.schema if read.rows is not None else None
+    for column in missing:
+        if remembered is None or column not in remembered.names:
+            raise ConfigError(
+                "columns",
+                f"gives no type for primary key column {column!r}, and this batch's events carry none "
+                "(they are truncates only, their keys null), so the truncate cannot be remembered: "
+                f"declare it, e.g. columns={{{column!r}: {{'data_type': 'bigint'}}}}, or load the "
+                "truncate together with events of the table's keys",
+            )
+    if staged.arrow is not None:
+        arrow = staged.arrow
+        for column in missing:
+            typed = remembered.field(column).type
+            arrow = arrow.append_column(column, pa.nulls(arrow.num_rows, typed))
+        return dataclasses.replace(staged, arrow=arrow)
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    df = staged.df
+    for column in missing:
+        df = df.withColumn(column, F.lit(None).cast(from_arrow_type(remembered.field(column).type)))
+    return dataclasses.replace(staged, df=df)
 
 
 def split(tombstones: list[dict], key, sequence) -> tuple[list[dict], tuple | None]:

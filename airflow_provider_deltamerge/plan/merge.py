@@ -16,7 +16,7 @@ from ..spec.cdc import sequence_columns
 from ..spec.options import TableHints, WriteDisposition
 from .cdc import newer_than_target, not_newer_than
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
-from .null_updates import update_when_newer
+from .null_updates import reset_by_truncate, update_when_newer
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
 HARD_DELETE_FLAG = "__hd"  # helper column: non-null boolean, true where the row is a hard delete
@@ -155,7 +155,8 @@ def plan_load(
 def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns, source_columns, truncate=None):
     on = keys_equal(hints.primary_key, hints.primary_key)
     if hints.sequence_by and null_updates.active(hints):  # partial updates: column by column
-        return _plan_partial_updates(hints, on, flag, table_columns, source_columns)
+        plan = _plan_partial_updates(hints, on, flag, table_columns, source_columns, truncate)
+        return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
     if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
         plan = _plan_events(hints, on, flag, table_columns)
         return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
@@ -178,10 +179,12 @@ def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns, source
     )
 
 
-def _plan_partial_updates(hints: TableHints, on: Expr, flag, table_columns, source_columns) -> MergePlan:
+def _plan_partial_updates(
+    hints: TableHints, on: Expr, flag, table_columns, source_columns, truncate=None
+) -> MergePlan:
     """Partial updates (plan/null_updates.py): the update takes each column's newer value; a newer delete
     event deletes the row (apply_as_deletes), and a key the table lacks is inserted unless it is one."""
-    condition, assignments = update_when_newer(hints, table_columns, source_columns)
+    condition, assignments = update_when_newer(hints, table_columns, source_columns, truncate)
     update = Clause("matched", "update", condition=condition, assignments=assignments)
     if not flag:
         clauses = (update, Clause("not_matched", "insert_all"))
@@ -234,9 +237,13 @@ def _plan_events_with_deletes(
 def _with_truncate(plan: MergePlan, hints: TableHints, table_columns, truncate: tuple) -> MergePlan:
     """A truncate event at `truncate`: the rows no event of the batch matches, not newer than it, are
     deleted too. The batch holds no event as old as the truncate (tombstone_load.py), so an event that
-    matches a row is newer than the truncate and updates or deletes that row as usual."""
+    matches a row is newer than the truncate and updates or deletes that row as usual. With partial
+    updates, the rows left keep no value as old as the truncate (plan/null_updates.py)."""
     older = not_newer_than(sequence_columns(len(hints.sequence_by)), truncate, table_columns)
     clauses = (*plan.clauses, Clause("not_matched_by_source", "delete", condition=older))
+    reset = reset_by_truncate(hints, table_columns or (), truncate) if null_updates.active(hints) else None
+    if reset is not None:  # partial updates: the rows that outlive it keep no value as old as it
+        clauses += (Clause("not_matched_by_source", "update", condition=reset[0], assignments=reset[1]),)
     return dataclasses.replace(plan, clauses=clauses, reason=plan.reason + ", a truncate among them")
 
 

@@ -9,7 +9,9 @@ matched row is updated where the event is newer than the row, or carries a value
   one, else it keeps its value (and sequence), unless the batch holds a delete of the key newer than that
   value (its sequence in the DELETED_AT helper): a delete resets the row, the value becomes null.
 A delete event newer than the row deletes it (the first clause); a key the table lacks is inserted
-unless its newest event is a delete.
+unless its newest event is a delete. A truncate in the batch (apply_as_truncates) resets every row: a stored
+value not newer than it stays only where it is replaced; in the rows no event matches that outlive it,
+`reset_by_truncate` makes such values null (truncate_load.py).
 A stored value's sequence is its `sequence_of` column; where that is null (or the table has no such
 column yet) and the value is not, the row's sequence (the value was loaded by the row's event); where both
 are null, there is no value to keep and any event's value is newer.
@@ -28,16 +30,21 @@ Assignments = tuple[tuple[str, Expr], ...]
 
 
 def update_when_newer(
-    hints: TableHints, table_columns: tuple[str, ...] | None, source_columns: tuple[str, ...]
+    hints: TableHints,
+    table_columns: tuple[str, ...] | None,
+    source_columns: tuple[str, ...],
+    truncate: tuple | None = None,
 ) -> tuple[Expr | None, Assignments]:
-    """The condition and the assignments of the matched update (None: every matched row is updated)."""
+    """The condition and the assignments of the matched update (None: every matched row is updated);
+    `truncate`: the sequence of the batch's truncate, which no stored value it kept may be as old as."""
     table = tuple(table_columns or ())
     (row_sequence,) = sequence_columns(1)
     row_newer = newer_than_target((row_sequence,), table_columns)
     chosen = subject_columns(hints, (*source_columns, *table))
     newer = {c: _value_newer(c, table, source_columns, row_sequence) for c in chosen}
     stored = {c: _stored_sequence(c, table, row_sequence) for c in chosen}
-    keeps = {c: _keeps(stored[c], DELETED_AT in source_columns) for c in chosen}
+    truncated_at = truncate[0] if truncate is not None else None
+    keeps = {c: _keeps(stored[c], DELETED_AT in source_columns, truncated_at) for c in chosen}
     assignments = []
     for column in source_columns:
         if column.startswith(HELPER_PREFIX) or column in hints.primary_key:  # the key matched already
@@ -73,15 +80,38 @@ def _either(newer: Expr, carried: Expr, keeps: Expr | None, stored: Expr | None)
     return Case(((newer, carried), (keeps, stored)))
 
 
-def _keeps(stored: Expr | None, deletes: bool) -> Expr | None:
-    """Where a stored value that is not replaced stays: always (None) where the batch has no deletes;
-    else where its key has no delete in the batch, or the value is newer than that delete."""
-    if not deletes:
+def _keeps(stored: Expr | None, deletes: bool, truncated_at) -> Expr | None:
+    """Where a stored value that is not replaced stays: always (None) where the batch has no deletes
+    and no truncate; else where its key has no delete in the batch, or the value is newer than that
+    delete, and the value is newer than the batch's truncate."""
+    conditions = []
+    if deletes:
+        deleted = Col(DELETED_AT, SOURCE)
+        newer = IsNull(deleted) if stored is None else Or((IsNull(deleted), Cmp(">", stored, deleted)))
+        conditions.append(newer)
+    if truncated_at is not None and stored is not None:
+        conditions.append(Cmp(">", stored, Lit(truncated_at)))
+    return all_of(*conditions) if conditions else None
+
+
+def reset_by_truncate(
+    hints: TableHints, table_columns: tuple[str, ...], truncate: tuple
+) -> tuple[Expr, Assignments] | None:
+    """The condition and the assignments of the update of the rows no event matches that outlive the
+    batch's truncate (newer than it): each chosen column's value not newer than the truncate becomes
+    null, its sequence too, as in-order arrival would have left it (the truncate emptied the table, and
+    no later event carried a value).
+    None where the table keeps no value's sequence."""
+    at = Lit(truncate[0])
+    kept = [c for c in subject_columns(hints, table_columns) if sequence_of(c) in table_columns]
+    if not kept:
         return None
-    deleted = Col(DELETED_AT, SOURCE)
-    if stored is None:
-        return IsNull(deleted)
-    return Or((IsNull(deleted), Cmp(">", stored, deleted)))
+    stale = {c: Cmp("<=", Col(sequence_of(c), TARGET), at) for c in kept}
+    assignments = []
+    for column in kept:
+        for name in (column, sequence_of(column)):
+            assignments.append((name, Case(((stale[column], Lit(None)),), Col(name, TARGET))))
+    return Or(tuple(stale.values())), tuple(assignments)
 
 
 def _pick(newer: Expr | None, column: str, table: tuple[str, ...]) -> Expr:

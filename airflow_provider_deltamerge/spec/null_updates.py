@@ -82,12 +82,6 @@ def check_null_updates(disposition: WriteDisposition, hints: TableHints) -> None
         )
     if all(getattr(hints, a) for a in LISTS):
         raise ConfigError(LISTS[1], f"give {LISTS[0]} or {LISTS[1]}, not both")
-    if hints.apply_as_truncates:
-        raise ConfigError(
-            argument,
-            "is not built yet together with apply_as_truncates: a truncate would have to reset the value "
-            "each column keeps. Load the partial updates without truncates, or the truncates without it",
-        )
     for listed in LISTS:
         keys = [c for c in getattr(hints, listed) if c in hints.primary_key]
         if keys:

@@ -1,8 +1,8 @@
 """Partial updates (`ignore_null_updates`), through run_load, read back with delta-rs.
 
 The reference model applies the events one by one in sequence order, in plain Python: each column keeps
-the newest value an event carried for it (a null carries none) since its key's last delete; the table
-must equal it whatever the batching and arrival order of the events (docs/CDC.md).
+the newest value an event carried for it (a null carries none) since its key's last delete or the last
+truncate; the table must equal it whatever the batching and arrival order of the events (docs/CDC.md).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from tests.arrivals import delivered
 from tests.helpers import read_rows
 from tests.spark.test_cdc import load as load_events
 
-TEXT = {"a": {"data_type": "text"}, "b": {"data_type": "text"}}
+TEXT = {"id": {"data_type": "bigint"}, "a": {"data_type": "text"}, "b": {"data_type": "text"}}
 DELETES = "op = 'D'"
+TRUNCATES = "op = 'T'"
 
 
 def load(spark, dataset, events, **arguments):
@@ -44,9 +45,12 @@ def rows(dataset, table="accounts") -> dict:
 
 def model(events, columns=("a", "b")) -> dict:
     """In-order arrival: the newest event sets the row; a null in a chosen column keeps the value; a
-    delete removes the row (op 'D'; the op is not stored)."""
+    delete removes the row (op 'D'), a truncate every row (op 'T'); the op is not stored."""
     table: dict = {}
     for e in sorted(events, key=lambda e: e["seq"]):
+        if e.get("op") == "T":
+            table.clear()
+            continue
         if e.get("op") == "D":
             table.pop(e["id"], None)
             continue
@@ -155,8 +159,17 @@ def deleting(spark, dataset, events, **arguments):
     return load(spark, dataset, events, apply_as_deletes=DELETES, except_column_list=["op"], **arguments)
 
 
+def changing(spark, dataset, events):
+    """A load of events with deletes (op 'D') and truncates (op 'T')."""
+    return deleting(spark, dataset, events, apply_as_truncates=TRUNCATES)
+
+
 def delete(key, seq):
     return {**event(key, seq), "op": "D"}
+
+
+def truncate(seq):
+    return {**event(None, seq), "op": "T"}
 
 
 AFTER_DELETE = [FULL, delete(1, 2), event(1, 3, None, "z")]
@@ -206,13 +219,45 @@ def test_a_delete_condition_on_a_column_whose_nulls_keep_values_still_marks_the_
     assert rows(dataset) == {}
 
 
+BEFORE_TRUNCATE = [event(1, 1, "x", "y"), event(2, 2, "p", "q"), truncate(3), event(1, 4, None, "z")]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (2, 0, 3, 1), (3, 0, 1, 2)])
+@pytest.mark.parametrize("batching", ["one", "each"])
+def test_a_truncate_resets_every_row_whatever_the_order_and_batching(spark, dataset, order, batching):
+    events = [BEFORE_TRUNCATE[i] for i in order]
+    for batch in [events] if batching == "one" else [[e] for e in events]:
+        changing(spark, dataset, batch)
+    assert rows(dataset) == {1: event(1, 4, None, "z")}  # x, y and key 2 are older than the truncate
+
+
+@pytest.mark.parametrize("staged_in", ["arrow", "spark"])
+def test_a_late_truncate_empties_the_values_older_than_it_in_the_rows_that_outlive_it(
+    spark, dataset, monkeypatch, staged_in
+):
+    if staged_in == "spark":
+        monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", 0)
+    changing(spark, dataset, [event(1, 1, "x", "y"), event(1, 4, None, "z"), event(2, 5, "p", None)])
+    late = changing(spark, dataset, [truncate(3), event(3, 2, "older", "older")])
+    # key 1 outlives the truncate (4 is newer), but its x was loaded at 1: in-order arrival never kept it
+    assert rows(dataset) == {1: event(1, 4, None, "z"), 2: event(2, 5, "p", None)}
+    stored = {r["id"]: r for r in read_rows(f"{dataset}/accounts")}
+    assert (stored[1]["_dlt_sequence_of_a"], stored[1]["_dlt_sequence_of_b"]) == (None, 4)
+    assert (late.metrics["numEventsTruncated"], late.metrics["numTargetRowsTruncated"]) == (1, 0)
+    changing(spark, dataset, [event(1, 6, None, None), event(1, 0, "oldest", "oldest")])
+    assert rows(dataset)[1] == event(1, 6, None, "z")  # b from 4 stays; the event at 0 brings nothing
+
+
 VALUES = st.sampled_from([None, None, "p", "q"])
-OPS = st.sampled_from(["U", "U", "U", "D"])
+OPS = st.sampled_from(["U", "U", "U", "U", "D", "T"])
 
 
 def numbered(drawn) -> list[dict]:
-    """Events of distinct sequences (their position), in the order drawn."""
-    return [{**event(key, seq, a, b), "op": op} for seq, (key, a, b, op) in enumerate(drawn)]
+    """Events of distinct sequences (their position), in the order drawn; a truncate has no key."""
+    return [
+        {**event(None if op == "T" else key, seq, a, b), "op": op}
+        for seq, (key, a, b, op) in enumerate(drawn)
+    ]
 
 
 EVENTS = st.lists(st.tuples(st.integers(1, 3), VALUES, VALUES, OPS), min_size=1, max_size=10).map(numbered)
@@ -223,6 +268,7 @@ EVENTS = st.lists(st.tuples(st.integers(1, 3), VALUES, VALUES, OPS), min_size=1,
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=[{**e, "op": "U"} for e in (FULL, PARTIAL)], batches=2, seed=1)
 @example(events=[{"op": "U", **e} for e in AFTER_DELETE], batches=3, seed=3)
+@example(events=[{"op": "U", **e} for e in BEFORE_TRUNCATE], batches=4, seed=5)
 def test_the_table_equals_in_order_application_whatever_the_batching_and_order(
     spark, tmp_path_factory, events, batches, seed
 ):
@@ -234,5 +280,5 @@ def test_the_table_equals_in_order_application_whatever_the_batching_and_order(
     arrivals = [
         shuffled[start:cut] for start, cut in zip([0, *cuts], cuts, strict=False) if shuffled[start:cut]
     ]
-    delivered(lambda batch: deleting(spark, dataset, batch), arrivals, seed)
+    delivered(lambda batch: changing(spark, dataset, batch), arrivals, seed)
     assert rows(dataset) == model(events)

@@ -10,6 +10,7 @@ the batching, arrival order, duplicates and replays (docs/CDC.md).
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from deltalake import DeltaTable
@@ -202,6 +203,20 @@ def test_truncates_that_cannot_be_applied_are_refused_before_anything_is_committ
     assert refused.value.argument == "apply_as_truncates"
     assert table_version(f"{dataset}/accounts") == version
     assert rows(dataset) == {1: event(1, 1, "ann")}
+
+
+def test_a_batch_of_truncates_only_takes_its_keys_type_from_the_tombstones_or_is_refused(spark, dataset):
+    untyped = {"name": {"data_type": "text"}}  # no type for id: a truncate's null key gives it none
+    with pytest.raises(ConfigError, match="primary key column 'id'") as refused:
+        load(spark, dataset, [truncate(5)], columns=untyped)
+    assert refused.value.argument == "columns" and "declare it" in str(refused.value)
+    assert not os.path.exists(f"{dataset}/_dlt_tombstones_accounts")
+    assert not os.path.exists(f"{dataset}/accounts")
+    load(spark, dataset, [event(1, 1, op="D")], apply_as_deletes=DELETES)  # remembered: id is bigint
+    load(spark, dataset, [truncate(5)], columns=untyped)
+    assert [seq for seq, _ in remembered(dataset)] == [5]
+    load(spark, dataset, [event(2, 4, "older than the truncate"), event(3, 6, "cid")])
+    assert rows(dataset) == {3: event(3, 6, "cid")}
 
 
 def _one_truncate_per_sequence(events: list[dict]) -> list[dict]:

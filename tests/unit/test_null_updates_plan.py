@@ -136,3 +136,36 @@ def test_with_deletes_a_newer_delete_deletes_and_a_delete_in_the_batch_resets_ol
     value = render(sets["a"], dialect)  # the event's, else the stored one newer than the delete, else null
     assert value.startswith("CASE WHEN ") and 's."__deleted_at" IS NULL' in value and "ELSE" not in value
     assert 's."__deleted_at"' in render(update.condition, dialect)  # a reset alone updates the row
+
+
+def test_a_truncate_keeps_no_stored_value_as_old_as_it_in_matched_rows_or_in_the_rows_left():
+    hints = TableHints(
+        primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True, apply_as_truncates="op = 'T'"
+    )
+    plan = plan_load(
+        UPSERT,
+        hints,
+        table_exists=True,
+        batch_empty=False,
+        hard_delete=True,
+        table_columns=SOURCE,
+        source_columns=(*SOURCE, "__hd"),
+        truncate=(3,),
+    )
+    calls = builder_calls(plan, [*SOURCE, "__hd"])
+    assert [c[0] for c in calls[3:]] == [
+        "whenMatchedDelete",
+        "whenMatchedUpdate",
+        "whenNotMatchedInsert",
+        "whenNotMatchedBySourceDelete",
+        "whenNotMatchedBySourceUpdate",
+    ]
+    matched = ast.literal_eval(calls[4][2][len("set=") :])
+    assert matched["`a`"].endswith(" > 3 THEN t.`a` END")  # kept only where newer than the truncate
+    assert calls[6][1] == "condition='(t.`_dlt_sequence` IS NULL) OR (t.`_dlt_sequence` <= 3)'"
+    stale = "t.`_dlt_sequence_of_a` <= 3"
+    assert calls[7][1] == f"condition={f'({stale})'!r}"
+    assert ast.literal_eval(calls[7][2][len("set=") :]) == {
+        "`a`": f"CASE WHEN {stale} THEN NULL ELSE t.`a` END",
+        "`_dlt_sequence_of_a`": f"CASE WHEN {stale} THEN NULL ELSE t.`_dlt_sequence_of_a` END",
+    }
