@@ -30,16 +30,15 @@ from .spec.request import LoadRequest
 
 
 def with_typed_key(staged, read, key):
-    """The staged batch with each key column it lacks as typed nulls, typed as the tombstone table types
-    it. A batch of truncates only carries null keys, which have no type where the table does not exist
-    yet (its columns would type them): the truncate is remembered with its key typed as the tombstones'
-    are, and is refused, naming the column, where there are none yet."""
-    columns = staged.arrow.column_names if staged.arrow is not None else staged.df.columns
-    missing = [k for k in key if k not in columns]
-    if not missing:
+    """The staged batch with each key column it lacks, or holds without a type, as typed nulls, typed as
+    the tombstone table types it. A batch of truncates only carries null keys, which have no type where
+    the table does not exist yet (its columns would type them): the truncate is remembered with its key
+    typed as the tombstones' are, and is refused, naming the column, where there are none yet."""
+    untyped = [k for k in key if _untyped(staged, k)]
+    if not untyped:
         return staged
     remembered = read.rows.schema if read.rows is not None else None
-    for column in missing:
+    for column in untyped:
         if remembered is None or column not in remembered.names:
             raise ConfigError(
                 "columns",
@@ -50,17 +49,31 @@ def with_typed_key(staged, read, key):
             )
     if staged.arrow is not None:
         arrow = staged.arrow
-        for column in missing:
-            typed = remembered.field(column).type
-            arrow = arrow.append_column(column, pa.nulls(arrow.num_rows, typed))
+        for column in untyped:
+            nulls = pa.nulls(arrow.num_rows, remembered.field(column).type)
+            if column in arrow.column_names:
+                arrow = arrow.drop_columns([column])
+            arrow = arrow.append_column(column, nulls)
         return dataclasses.replace(staged, arrow=arrow)
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type
 
     df = staged.df
-    for column in missing:
+    for column in untyped:
         df = df.withColumn(column, F.lit(None).cast(from_arrow_type(remembered.field(column).type)))
     return dataclasses.replace(staged, df=df)
+
+
+def _untyped(staged, column: str) -> bool:
+    """Whether the staged batch lacks `column`, or holds it without a type (its values all null)."""
+    if staged.arrow is not None:
+        names = staged.arrow.column_names
+        return column not in names or pa.types.is_null(staged.arrow.schema.field(column).type)
+    if column not in staged.df.columns:
+        return True
+    from pyspark.sql.types import NullType
+
+    return isinstance(staged.df.schema[column].dataType, NullType)
 
 
 def split(tombstones: list[dict], key, sequence) -> tuple[list[dict], tuple | None]:
