@@ -16,15 +16,16 @@ HINTS = TableHints(primary_key=("id",), sequence_by=("seq",), ignore_null_update
 SOURCE = ("id", "seq", "a", "_dlt_load_id", "_dlt_id", "_dlt_sequence", "_dlt_sequence_of_a")
 
 
-def planned(table_columns, hints=HINTS, source=SOURCE):
+def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, truncate=None):
     return plan_load(
         UPSERT,
         hints,
         table_exists=True,
         batch_empty=False,
-        hard_delete=False,
+        hard_delete=hard_delete,
         table_columns=table_columns,
         source_columns=source,
+        truncate=truncate,
     )
 
 
@@ -115,16 +116,7 @@ def test_with_deletes_a_newer_delete_deletes_and_a_delete_in_the_batch_resets_ol
     hints = TableHints(
         primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True, apply_as_deletes="op = 'D'"
     )
-    source = (*SOURCE, "__hd", "__deleted_at")
-    plan = plan_load(
-        UPSERT,
-        hints,
-        table_exists=True,
-        batch_empty=False,
-        hard_delete=True,
-        table_columns=SOURCE,
-        source_columns=source,
-    )
+    plan = planned(SOURCE, hints, (*SOURCE, "__hd", "__deleted_at"), hard_delete=True)
     assert plan.helper_columns == ("__hd", "__deleted_at")
     delete, update, insert = plan.clauses
     dialect = DataFusionDialect()
@@ -142,16 +134,7 @@ def test_a_truncate_keeps_no_stored_value_as_old_as_it_in_matched_rows_or_in_the
     hints = TableHints(
         primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True, apply_as_truncates="op = 'T'"
     )
-    plan = plan_load(
-        UPSERT,
-        hints,
-        table_exists=True,
-        batch_empty=False,
-        hard_delete=True,
-        table_columns=SOURCE,
-        source_columns=(*SOURCE, "__hd"),
-        truncate=(3,),
-    )
+    plan = planned(SOURCE, hints, (*SOURCE, "__hd"), hard_delete=True, truncate=(3,))
     calls = builder_calls(plan, [*SOURCE, "__hd"])
     assert [c[0] for c in calls[3:]] == [
         "whenMatchedDelete",
