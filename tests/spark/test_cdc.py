@@ -20,6 +20,7 @@ from airflow_provider_deltamerge import (
     SequenceError,
     run_load,
 )
+from tests.budget import examples
 from tests.helpers import read_rows, table_version
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
@@ -173,7 +174,7 @@ EVENTS = st.lists(
 
 
 @pytest.mark.property
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 def test_the_table_depends_only_on_the_events_not_on_arrival_or_batching(
     spark, tmp_path_factory, events, batches, seed

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, staged_arrow
 from tests.arrivals import arrival_batches, delivered
+from tests.budget import examples
 from tests.cli.test_cli import as_json
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
@@ -233,7 +234,7 @@ LATE_AFTER_DELETE = [
 
 
 @pytest.mark.property
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 4), seed=st.integers(0, 2**16))
 @example(events=LATE_AFTER_DELETE, batches=3, seed=1)
 def test_the_table_depends_only_on_the_events_deletes_among_them(

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, MissingKeyColumnError, staged_arrow
 from tests.arrivals import delivered
+from tests.budget import examples
 from tests.helpers import read_rows
 from tests.spark.test_cdc import load as load_events
 
@@ -264,7 +265,7 @@ EVENTS = st.lists(st.tuples(st.integers(1, 3), VALUES, VALUES, OPS), min_size=1,
 
 
 @pytest.mark.property
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=[{**e, "op": "U"} for e in (FULL, PARTIAL)], batches=2, seed=1)
 @example(events=[{"op": "U", **e} for e in AFTER_DELETE], batches=3, seed=3)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, NullKeyError, SequenceError, run_load
+from tests.budget import examples
 from tests.helpers import table_version
 
 pytestmark = pytest.mark.spark
@@ -179,7 +180,7 @@ EVENTS = st.lists(
 
 
 @pytest.mark.property
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(2, 3), seed=st.integers(0, 2**16))
 def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(
     spark, tmp_path_factory, events, batches, seed

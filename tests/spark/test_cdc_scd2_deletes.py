@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
 from tests.arrivals import arrival_batches, delivered
+from tests.budget import examples
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
 from tests.races import another_load_commits_first
@@ -197,7 +198,7 @@ def _one_per_place(events):
 
 
 @pytest.mark.property
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS.map(_one_per_place), batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=logged(0) + logged(1), batches=3, seed=2)
 def test_the_history_depends_only_on_the_events_deletes_among_them(

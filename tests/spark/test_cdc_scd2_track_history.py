@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
 from tests.arrivals import arrival_batches, delivered
+from tests.budget import examples
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import table_version
 from tests.races import another_load_commits_first
@@ -226,7 +227,7 @@ SPLIT_EXAMPLE = [
 
 
 @pytest.mark.property
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 @example(events=SPLIT_EXAMPLE, batches=2, seed=47)  # 13 arrives after 10, 12 and 15, 10 and 15 again
 def test_the_history_depends_only_on_the_events_not_on_arrival_or_batching(

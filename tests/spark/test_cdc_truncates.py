@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, NullKeyError, staged_arrow
 from tests.arrivals import arrival_batches, delivered
+from tests.budget import examples
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows, table_version
 from tests.races import another_load_commits_first
@@ -252,7 +253,7 @@ LATE_AFTER_TRUNCATE = [
 
 
 @pytest.mark.property
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 4), seed=st.integers(0, 2**16))
 @example(events=LATE_AFTER_TRUNCATE, batches=3, seed=4)
 def test_the_table_depends_only_on_the_events_truncates_and_deletes_among_them(

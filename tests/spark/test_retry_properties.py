@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import Incremental, run_load
 from airflow_provider_deltamerge.delta import store
+from tests.budget import examples
 from tests.faults import FAIL_AT, InjectedFault
 from tests.helpers import read_rows
 
@@ -180,7 +181,7 @@ def recorded_loads(dataset: str) -> list[dict]:
 @pytest.mark.property
 @pytest.mark.parametrize("disposition", sorted(DISPOSITIONS))
 @settings(
-    max_examples=6,
+    max_examples=examples(4),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
