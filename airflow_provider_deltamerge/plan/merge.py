@@ -154,11 +154,11 @@ def plan_load(
 
 def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns, source_columns, truncate=None):
     on = keys_equal(hints.primary_key, hints.primary_key)
-    if hints.sequence_by and null_updates.active(hints):  # partial updates: column by column
-        plan = _plan_partial_updates(hints, on, flag, table_columns, source_columns, truncate)
-        return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
     if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
-        plan = _plan_events(hints, on, flag, table_columns)
+        if null_updates.active(hints):  # partial updates: column by column
+            plan = _plan_partial_updates(hints, on, flag, table_columns, source_columns, truncate)
+        else:
+            plan = _plan_events(hints, on, flag, table_columns)
         return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
     if not flag:
         clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
