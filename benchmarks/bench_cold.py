@@ -42,13 +42,15 @@ class ColdRuns:
         self.work, self.dlt_python, self.repeat = work / "cold", dlt_python, repeat
         self.job = {"driver_memory": driver_memory, "conf": conf or {}}
         self.runs = 0
+        self.archive_off = False  # True: every side's session starts without the JVM class archive
 
     # ---- processes ----
 
     def child(self, side: str, size: Size, path: Path, **extra) -> dict:
         job = {**self.job, "side": side, "path": str(path), "target_rows": size.target_rows}
         job.update(changed_rows=size.changed_rows, kind=size.kind, **extra)
-        env = {**os.environ, **({ARCHIVE_ENV: "off"} if side == NO_ARCHIVE else {})}
+        off = self.archive_off or side == NO_ARCHIVE
+        env = {**os.environ, **({ARCHIVE_ENV: "off"} if off else {})}
         done = subprocess.run(
             [sys.executable, str(HERE / "cold_run.py"), json.dumps(job)],
             capture_output=True,
@@ -159,6 +161,7 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
     parquet = cold.work / "changes.parquet"  # the operator's source: P1's change set
     setup = {"parquet": str(parquet), "parquet_changed_rows": p1.changed_rows, "parquet_kind": p1.kind}
     archive = _jvm_archive(args.jvm_archive)
+    cold.archive_off = archive is None
     no_archive = (NO_ARCHIVE,) if archive else ()
     cases = [cold.upsert_case("P1 upsert", p1, ("run_load", *no_archive, "floor", *dlt), setup)]
     cases.append(cold.initial_case(p1, cases[0]["base"], cases[0]["sides"].get("dlt", [])))
@@ -185,13 +188,16 @@ def verified(side: str, path: str, size: Size) -> bool:
 
 
 def _jvm_archive(wanted: bool) -> dict | None:
-    """The JVM class archive the fresh processes start from (made first, `deltamerge jvm-archive`), or
-    None where the run is asked to go without one."""
+    """The JVM class archive the fresh processes start from: the one in place for this Java and these
+    Spark jars, else made first (`deltamerge jvm-archive`); None where the run is asked to go without."""
     if not wanted:
-        os.environ[ARCHIVE_ENV] = "off"
         return None
     from airflow_provider_deltamerge.cli.jvm_archive import make_archive
+    from airflow_provider_deltamerge.spark.class_archive import archive_path
 
+    path = archive_path()
+    if path is not None and path.is_file():
+        return {"archive": str(path), "bytes": path.stat().st_size, "seconds": None}
     return make_archive()
 
 

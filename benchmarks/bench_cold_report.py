@@ -110,9 +110,17 @@ def _shown(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _archive_origin(archive: dict | None) -> str:
+    if archive is None:
+        return "none (--no-jvm-archive)"
+    if archive["seconds"] is None:
+        return "the one in place"
+    return f"made first in {archive['seconds']} s"
+
+
 def render(report: dict) -> str:
     archive = report.get("jvm_archive")
-    made = f"made first in {archive['seconds']} s" if archive else "none (--no-jvm-archive)"
+    made = _archive_origin(archive)
     lines = [
         "",
         "COLD: each timed load in a fresh process; session start timed apart (not in 'load s');",

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-# Sessions the tests start use no JVM class archive a developer may have made (spark/class_archive.py);
+# Sessions the tests start use no JVM class archive a developer may have made (spark/class_archive.py):
+# tests that start fresh processes use the one this run makes (jvm_class_archive below), and
 # tests/cli/test_jvm_archive.py makes and uses its own.
 os.environ.setdefault("DELTAMERGE_JVM_ARCHIVE", "off")
 
@@ -28,6 +29,26 @@ def fault_points():
     from tests import faults
 
     faults.install()
+
+
+@pytest.fixture(scope="session")
+def jvm_class_archive(tmp_path_factory):
+    """One JVM class archive made for this run (`deltamerge jvm-archive`), which the fresh processes
+    started after it (Airflow tasks, the CLI, spark-submit's local drivers, the cold benchmark) start
+    their local sessions from, as a deployment's tasks do: each saves seconds of class loading.
+    Modules whose tests start such processes use it (`pytest.mark.usefixtures`)."""
+    from airflow_provider_deltamerge.cli.jvm_archive import make_archive
+    from airflow_provider_deltamerge.spark import class_archive
+
+    before = os.environ.get(class_archive.ENV)
+    os.environ[class_archive.ENV] = str(tmp_path_factory.mktemp("jvm-archive"))
+    try:
+        yield make_archive()
+    finally:
+        if before is None:
+            os.environ.pop(class_archive.ENV, None)
+        else:
+            os.environ[class_archive.ENV] = before
 
 
 @pytest.fixture(scope="session")

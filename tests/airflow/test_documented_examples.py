@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import DAGS_FOLDER, DEMO_DIR
 
-pytestmark = [pytest.mark.spark, pytest.mark.airflow]
+pytestmark = [pytest.mark.spark, pytest.mark.airflow, pytest.mark.usefixtures("jvm_class_archive")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = sorted(

@@ -19,7 +19,7 @@ from airflow_provider_deltamerge import Incremental, run_load
 from tests.faults import InjectedFault
 from tests.helpers import ordered, read_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("jvm_class_archive")]
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 EVENTS = [{"id": i, "ts": T0 + timedelta(hours=6 * i), "v": f"v{i}"} for i in range(8)]

@@ -22,7 +22,12 @@ from deltalake import DeltaTable
 
 from tests.airflow.spark_servers import ROOT, free_port, running, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.spark]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.airflow,
+    pytest.mark.spark,
+    pytest.mark.usefixtures("jvm_class_archive"),
+]
 
 PRODUCER = "deltamerge_test_weekly_catchup"
 CONSUMER = "deltamerge_test_flights_consumer"

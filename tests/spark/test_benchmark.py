@@ -47,15 +47,17 @@ def test_a_tiny_benchmark_run_verifies_every_table_and_reports_every_target(spar
     assert printed.count("(untimed first runs: run_load delta-rs ") == 3
 
 
-def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(tmp_path, capsys):
+def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
+    tmp_path, capsys, jvm_class_archive
+):
     out = tmp_path / "cold.json"
     sizes = ["--p1", "3000:300:uniform", "--p2", "6000:120:clustered", "--small-loads", "4"]
-    # the JVM class archive is left out: tests/cli/test_jvm_archive.py makes one and starts from it
-    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--no-jvm-archive", "--out", str(out)])
+    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--out", str(out)])
 
     report = json.loads(out.read_text())
     assert "sizes" not in report  # --cold: no warm run
-    assert report["cold"]["jvm_archive"] is None
+    # the run's own archive is in place, so the benchmark starts from it rather than making one
+    assert report["cold"]["jvm_archive"] == {**jvm_class_archive, "seconds": None}
     cases = {case["case"]: case for case in report["cold"]["cases"]}
     assert list(cases) == [
         "P1 upsert",
@@ -68,14 +70,17 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(t
     assert set(cases["CDC events"]["sides"]) == {"cdc", "cdc_upsert"}
     cdc = cases["CDC events"]["sides"]["cdc"][0]
     assert cdc["verified"] is True and cdc["jobs"] >= 1
-    assert set(cases["P1 upsert"]["sides"]) == {"run_load", "floor"}
+    assert set(cases["P1 upsert"]["sides"]) == {"run_load", "run_load, no JVM archive", "floor"}
     assert set(cases["P7 initial load"]["sides"]) == {"run_load", "floor"}
     assert cases["P7 initial load"]["sides"]["floor"][0]["sort_seconds"] > 0
     assert set(cases["P2 upsert"]["sides"]) == {"run_load", "connect"}
     runs = [r for case in cases.values() for side in case["sides"].values() for r in side]
     assert all(r.get("verified") is not False for r in runs)
     assert all(r["session_seconds"] > 0 for r in runs if "session_seconds" in r)
-    assert not any(r.get("jvm_archive") for r in runs)
+    started_from_archive = {
+        side: [r["jvm_archive"] for r in runs] for side, runs in cases["P1 upsert"]["sides"].items()
+    }
+    assert started_from_archive == {"run_load": [True], "run_load, no JVM archive": [False], "floor": [True]}
     # each fresh process counts its load's Spark work; a small load runs the floor's one job
     assert cases["P1 upsert"]["sides"]["run_load"][0]["jobs"] == 1
     assert cases["P2 upsert"]["sides"]["connect"][0]["jobs"] is None  # counted in the server, not here
@@ -84,5 +89,5 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(t
     assert names == ["P1", "P2", "P2", "P7", "CDC", "P8", "task"]
     printed = capsys.readouterr().out
     assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
-    assert "JVM class archive (deltamerge jvm-archive): none (--no-jvm-archive)" in printed
+    assert "JVM class archive (deltamerge jvm-archive): the one in place" in printed
     assert "P1 cold run_load / embedded floor" in printed

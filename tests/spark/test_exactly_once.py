@@ -200,6 +200,7 @@ def backfill_week(dataset: str, week: tuple[str, str], try_number: int = 1) -> d
     }
 
 
+@pytest.mark.usefixtures("jvm_class_archive")
 def test_a_killed_process_after_its_commit_is_finished_by_the_retry(spark, tmp_path, each_writer):
     source = rows_between(0, 60)  # 2024-01-01 .. 2024-01-16: both weeks and a bit
     clean = str(tmp_path / "clean")

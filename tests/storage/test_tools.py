@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.delta.maintenance import maintain_table
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("jvm_class_archive")]
 
 TABLE = "events"
 CLI = [sys.executable, "-m", "airflow_provider_deltamerge.cli"]
