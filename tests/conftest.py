@@ -33,17 +33,29 @@ def fault_points():
 
 @pytest.fixture(scope="session")
 def jvm_class_archive(tmp_path_factory):
-    """One JVM class archive made for this run (`deltamerge jvm-archive`), which the fresh processes
-    started after it (Airflow tasks, the CLI, spark-submit's local drivers, the cold benchmark) start
-    their local sessions from, as a deployment's tasks do: each saves seconds of class loading.
-    Modules whose tests start such processes use it (`pytest.mark.usefixtures`)."""
-    from airflow_provider_deltamerge.cli.jvm_archive import make_archive
+    """One JVM class archive made for this run by `deltamerge jvm-archive`, run as a user runs it; the
+    fresh processes started after it (Airflow tasks, the CLI, the cold benchmark) start their local
+    sessions from it, as a deployment's tasks do: each saves seconds of class loading. Modules whose
+    tests start such processes use it (`pytest.mark.usefixtures`); yields what the command printed."""
+    import json
+    import subprocess
+    import sys
+
     from airflow_provider_deltamerge.spark import class_archive
 
     before = os.environ.get(class_archive.ENV)
     os.environ[class_archive.ENV] = str(tmp_path_factory.mktemp("jvm-archive"))
     try:
-        yield make_archive()
+        command = "from airflow_provider_deltamerge.cli.main import run; run()"
+        made = subprocess.run(
+            [sys.executable, "-c", command, "jvm-archive", "--json"],
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert made.returncode == 0, made.stderr[-3000:]
+        yield json.loads(made.stdout)
     finally:
         if before is None:
             os.environ.pop(class_archive.ENV, None)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -38,13 +39,12 @@ def classes_from_archive(folder, log_file) -> int:
     return sum("shared objects file (top)" in line for line in log_file.read_text().splitlines())
 
 
-def test_a_fresh_session_loads_sparks_classes_from_the_archive_the_command_made(tmp_path):
-    folder = tmp_path / "archives"
-    done = run([*CLI, "jvm-archive", "--json"], folder)
-    assert done.returncode == 0, done.stderr[-3000:]
-    archives = sorted(p.name for p in folder.iterdir())
-    assert len(archives) == 1 and archives[0].endswith(".jsa"), archives  # nothing partial left beside it
-    assert classes_from_archive(folder, tmp_path / "after.log") > 1000
+def test_a_fresh_session_loads_sparks_classes_from_the_archive_the_command_made(tmp_path, jvm_class_archive):
+    # the run's archive, made by `deltamerge jvm-archive --json` (tests/conftest.py)
+    made = Path(jvm_class_archive["archive"])
+    assert made.stat().st_size == jvm_class_archive["bytes"] > 0
+    assert sorted(made.parent.iterdir()) == [made]  # nothing partial left beside it
+    assert classes_from_archive(made.parent, tmp_path / "after.log") > 1000
 
 
 def test_a_session_that_cannot_write_the_archive_leaves_nothing_in_place(tmp_path):
