@@ -13,7 +13,7 @@ import pytest
 
 # Sessions the tests start use no JVM class archive a developer may have made (spark/class_archive.py):
 # tests that start fresh processes use the one this run makes (jvm_class_archive below), and
-# tests/cli/test_jvm_archive.py makes and uses its own.
+# tests/cli/test_jvm_archive.py checks that archive and makes its own where it fails one.
 os.environ.setdefault("DELTAMERGE_JVM_ARCHIVE", "off")
 
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after pytest has
@@ -32,35 +32,39 @@ def fault_points():
 
 
 @pytest.fixture(scope="session")
-def jvm_class_archive(tmp_path_factory):
-    """One JVM class archive made for this run by `deltamerge jvm-archive`, run as a user runs it; the
-    fresh processes started after it (Airflow tasks, the CLI, the cold benchmark) start their local
-    sessions from it, as a deployment's tasks do: each saves seconds of class loading. Modules whose
-    tests start such processes use it (`pytest.mark.usefixtures`); yields what the command printed."""
+def made_jvm_class_archive(tmp_path_factory) -> dict:
+    """One JVM class archive made for this run by `deltamerge jvm-archive --json`, run as a user runs it,
+    into a folder of the run's own; what the command printed."""
     import json
     import subprocess
     import sys
 
     from airflow_provider_deltamerge.spark import class_archive
 
-    before = os.environ.get(class_archive.ENV)
-    os.environ[class_archive.ENV] = str(tmp_path_factory.mktemp("jvm-archive"))
-    try:
-        command = "from airflow_provider_deltamerge.cli.main import run; run()"
-        made = subprocess.run(
-            [sys.executable, "-c", command, "jvm-archive", "--json"],
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert made.returncode == 0, made.stderr[-3000:]
-        yield json.loads(made.stdout)
-    finally:
-        if before is None:
-            os.environ.pop(class_archive.ENV, None)
-        else:
-            os.environ[class_archive.ENV] = before
+    folder = tmp_path_factory.mktemp("jvm-archive")
+    command = "from airflow_provider_deltamerge.cli.main import run; run()"
+    made = subprocess.run(
+        [sys.executable, "-c", command, "jvm-archive", "--json"],
+        env={**os.environ, class_archive.ENV: str(folder), "PYSPARK_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert made.returncode == 0, made.stderr[-3000:]
+    return json.loads(made.stdout)
+
+
+@pytest.fixture
+def jvm_class_archive(made_jvm_class_archive, monkeypatch) -> dict:
+    """For the test, new local sessions, and the fresh processes it starts (Airflow tasks, the CLI, the
+    cold benchmark), start from the run's JVM class archive, as a deployment's tasks do once it is made:
+    each saves seconds of class loading. Modules whose tests start such processes use it
+    (`pytest.mark.usefixtures`)."""
+    from airflow_provider_deltamerge.spark import class_archive
+
+    folder = os.path.dirname(made_jvm_class_archive["archive"])
+    monkeypatch.setenv(class_archive.ENV, folder)
+    return made_jvm_class_archive
 
 
 @pytest.fixture(scope="session")
