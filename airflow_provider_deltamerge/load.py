@@ -466,18 +466,18 @@ def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_wher
         staged = dataclasses.replace(staged, df=aligned)
     if null_updates.active(request.hints):  # its update assigns the source's columns one by one
         if plan.operation is not Operation.MERGE:  # a batch's deletes count against stored rows only
-            staged = _without_column(staged, null_updates.DELETED_AT)
+            staged = _without_columns(staged, null_updates.deleted_at(len(request.hints.sequence_by)))
         columns = staged.arrow.column_names if staged.arrow is not None else staged.df.columns
         plan = planned(tuple(columns))
     return staged, plan
 
 
-def _without_column(staged, column: str):
-    if staged.arrow is not None and column in staged.arrow.column_names:
-        return dataclasses.replace(staged, arrow=staged.arrow.drop_columns([column]))
-    if staged.arrow is None and column in staged.df.columns:
-        return dataclasses.replace(staged, df=staged.df.drop(column))
-    return staged
+def _without_columns(staged, columns: tuple[str, ...]):
+    if staged.arrow is not None:
+        present = [c for c in columns if c in staged.arrow.column_names]
+        return dataclasses.replace(staged, arrow=staged.arrow.drop_columns(present)) if present else staged
+    present = [c for c in columns if c in staged.df.columns]
+    return dataclasses.replace(staged, df=staged.df.drop(*present)) if present else staged
 
 
 def _commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, window) -> dict[str, Any]:

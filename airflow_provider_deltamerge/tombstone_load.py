@@ -85,8 +85,9 @@ def against_tombstones(
     newest_truncate = truncate if truncate is not None else remembered
     if null_updates.active(hints) and (tombstones or newest_truncate is not None):
         # partial updates: the values older than a tombstone of their key, or a truncate, go too
-        cut = newest_truncate[0] if newest_truncate is not None else None
-        staged = null_update_tombstones.older_values_dropped(spark, staged, tombstones, key, sequence, cut)
+        staged = null_update_tombstones.older_values_dropped(
+            spark, staged, tombstones, key, sequence, newest_truncate
+        )
     return EventsAgainstTombstones(staged, read, cutoff, truncate=truncate)
 
 
@@ -134,7 +135,8 @@ def _newest_deletes_and_truncate(staged, hints, columns: list[str]) -> pa.Table:
     batch's truncate where it applies (staging flags it after the keys' deletes are taken)."""
     parts = []
     if hints.apply_as_deletes:
-        parts.append(null_update_tombstones.newest_deletes(staged, hints.primary_key, columns[-1:]))
+        sequence = columns[len(hints.primary_key) :]
+        parts.append(null_update_tombstones.newest_deletes(staged, hints.primary_key, sequence))
     if hints.apply_as_truncates:
         flagged = _delete_events(staged, columns)
         parts.append(flagged.filter(pc.is_null(flagged[columns[0]])))

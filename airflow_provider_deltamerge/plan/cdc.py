@@ -22,12 +22,9 @@ def newer_than_target(columns: tuple[str, ...], table_columns: tuple[str, ...] |
         columns = columns[: present.index(False)]
         if not columns:
             return None
-    greater = []
-    for i, column in enumerate(columns):
-        ties = [eq(Col(c, SOURCE), Col(c, TARGET)) for c in columns[:i]]
-        greater.append(all_of(*ties, Cmp(">", Col(column, SOURCE), Col(column, TARGET))))
-    unsequenced = IsNull(Col(columns[0], TARGET))
-    return Or((unsequenced, *greater))
+    source, target = tuple(Col(c, SOURCE) for c in columns), tuple(Col(c, TARGET) for c in columns)
+    unsequenced = IsNull(target[0])
+    return Or((unsequenced, *greater_terms(source, target)))
 
 
 def not_newer_than(
@@ -42,9 +39,28 @@ def not_newer_than(
         pairs = pairs[: present.index(False)]
         if not pairs:
             return None
-    last, value = pairs[-1]
-    result: Expr = Cmp("<=", Col(last, TARGET), Lit(value))
-    for column, value in reversed(pairs[:-1]):
-        target, bound = Col(column, TARGET), Lit(value)
-        result = Or((Cmp("<", target, bound), all_of(eq(target, bound), result)))
-    return Or((IsNull(Col(pairs[0][0], TARGET)), result))
+    target = tuple(Col(c, TARGET) for c, _ in pairs)
+    return Or((IsNull(target[0]), at_most(target, tuple(Lit(v) for _, v in pairs))))
+
+
+def greater_terms(left: tuple[Expr, ...], right: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    """The cases of `left > right` compared in order (the first that differs decides): one per part."""
+    terms = []
+    for i in range(len(left)):
+        ties = [eq(a, b) for a, b in zip(left[:i], right[:i], strict=True)]
+        terms.append(all_of(*ties, Cmp(">", left[i], right[i])))
+    return tuple(terms)
+
+
+def greater(left: tuple[Expr, ...], right: tuple[Expr, ...]) -> Expr:
+    """`left > right`, two sequences of as many parts compared in order."""
+    terms = greater_terms(left, right)
+    return terms[0] if len(terms) == 1 else Or(terms)
+
+
+def at_most(left: tuple[Expr, ...], right: tuple[Expr, ...]) -> Expr:
+    """`left <= right`, two sequences of as many parts compared in order."""
+    result: Expr = Cmp("<=", left[-1], right[-1])
+    for a, b in reversed(tuple(zip(left[:-1], right[:-1], strict=True))):
+        result = Or((Cmp("<", a, b), all_of(eq(a, b), result)))
+    return result

@@ -192,7 +192,8 @@ def _plan_partial_updates(
             Operation.MERGE, on=on, clauses=clauses, on_snapshot=True, reason="upsert of partial updates"
         )
     newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
-    helpers = (*flag, *(c for c in (null_updates.DELETED_AT,) if c in source_columns))
+    deleted_at = null_updates.deleted_at(len(hints.sequence_by))
+    helpers = (*flag, *(c for c in deleted_at if c in source_columns))
     return _plan_events_with_deletes(on, newer, update, helpers, "upsert of partial updates")
 
 

@@ -2,21 +2,21 @@
 newest non-null value in the batch and the sequence of its event.
 
 Run before the newest event per key is picked (spark/cdc.py), so that the row kept carries, in each chosen
-column, the newest value any event of its key carried, and in `sequence_of(column)` that event's sequence
+column, the newest value any event of its key carried, and in `sequences_of(column)` that event's sequence
 (null where no event of the key carried one). With apply_as_deletes, a delete resets the row: the values
-are taken from the events after the key's newest delete in the batch, whose sequence the DELETED_AT helper
-keeps for the MERGE (plan/null_updates.py) and the tombstones (null_update_tombstones.py). Two events of
-one key at one sequence are refused before.
+are taken from the events after the key's newest delete in the batch, whose sequence the `deleted_at`
+helpers keep for the MERGE (plan/null_updates.py) and the tombstones (null_update_tombstones.py). Two
+events of one key at one sequence are refused before. A sequence of several columns compares in order.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..errors import MissingKeyColumnError
 from ..plan.merge import HARD_DELETE_FLAG
-from ..spec.null_updates import DELETED_AT, active, sequence_of, subject_columns
+from ..spec.null_updates import active, deleted_at, sequences_of, subject_columns
 from ..spec.options import TableHints
 from .frames import INPUT_ORDER
 
@@ -24,7 +24,8 @@ from .frames import INPUT_ORDER
 def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
     """Every event with its key's newest non-null value of each chosen column, and that value's sequence;
     with apply_as_deletes, only of the events after the key's newest delete, whose sequence is kept in
-    DELETED_AT. A listed column the events lack is refused."""
+    the `deleted_at` helpers. A sequence of several columns is compared in order. A listed column the
+    events lack is refused."""
     if not active(hints):
         return df
     data = [c for c in df.columns if c != INPUT_ORDER]
@@ -32,22 +33,35 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
         if column not in df.columns:
             raise MissingKeyColumnError(column, "ignore_null_updates_column_list", data)
     chosen = subject_columns(hints, df.columns)
-    (sequence,) = hints.sequence_by
+    sequence = hints.sequence_by
     key = Window.partitionBy(*hints.primary_key)
-    newest_first = key.orderBy(F.col(sequence).desc(), F.col(INPUT_ORDER).asc()).rowsBetween(
+    order = [F.col(f"`{c}`").desc() for c in sequence]
+    newest_first = key.orderBy(*order, F.col(INPUT_ORDER).asc()).rowsBetween(
         Window.unboundedPreceding, Window.unboundedFollowing
     )
+    event_sequence = _in_order(sequence)
     replaced = {}
     since = F.lit(True)  # the events after the key's newest delete in the batch (all, without deletes)
     if hints.apply_as_deletes:
-        deletes = F.when(F.col(HARD_DELETE_FLAG), F.col(sequence))  # flagged by the stage step
-        df = df.withColumn(DELETED_AT, F.max(deletes).over(key))
-        since = F.col(DELETED_AT).isNull() | (F.col(sequence) > F.col(DELETED_AT))
+        newest_delete = F.max(F.when(F.col(HARD_DELETE_FLAG), event_sequence)).over(key)  # flagged by staging
+        df = df.withColumns(_parts(newest_delete, deleted_at(len(sequence))))
+        deleted = _in_order(deleted_at(len(sequence)))
+        since = F.col(deleted_at(1)[0]).isNull() | (event_sequence > deleted)
     for column in chosen:
         value = F.when(since, F.col(f"`{column}`"))
         replaced[column] = F.first(value, ignorenulls=True).over(newest_first).alias(column)
-        replaced[sequence_of(column)] = (
-            F.max(F.when(value.isNotNull(), F.col(sequence))).over(key).alias(sequence_of(column))
-        )
+        carried = F.max(F.when(value.isNotNull(), event_sequence)).over(key)
+        parts = _parts(carried, sequences_of(column, len(sequence)))
+        replaced.update({name: part.alias(name) for name, part in parts.items()})
     kept = [replaced.pop(c) if c in replaced else F.col(f"`{c}`") for c in df.columns]
     return df.select(*kept, *replaced.values())
+
+
+def _in_order(columns) -> Column:
+    """The sequence in `columns` as one struct, which Spark compares field by field, in order."""
+    return F.struct(*(F.col(f"`{c}`").alias(f"part{i}") for i, c in enumerate(columns, 1)))
+
+
+def _parts(sequence: Column, names: tuple[str, ...]) -> dict[str, Column]:
+    """Each field of a sequence struct (`_in_order`) as the column of its name in `names`, in order."""
+    return {name: sequence.getField(f"part{i}") for i, name in enumerate(names, 1)}

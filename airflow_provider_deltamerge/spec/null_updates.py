@@ -4,14 +4,16 @@ Change data capture tools send partial updates: the columns an update did not to
 `ignore_null_updates` (all non-key columns), `ignore_null_updates_column_list` (these) or
 `ignore_null_updates_except_column_list` (all non-key columns but these), such a column of the row keeps
 the value of the newest event that carried one. So that the table still depends only on the set of events,
-never on their arrival order, each such column keeps the sequence of the event its value came from, in a
-system column of its own (`sequence_of`): an event sets the column only where it carries a value newer
-than the stored one, whichever event is newest for the rest of the row. A delete (`apply_as_deletes`)
-resets the row: a column holds the newest value carried since its key's newest delete.
+never on their arrival order, each such column keeps the sequence of the event its value came from, in
+system columns of its own (`sequences_of`: one per sequence_by column, compared in order as the row's
+sequence is): an event sets the column only where it carries a value newer than the stored one,
+whichever event is newest for the rest of the row. A delete (`apply_as_deletes`) resets the row: a
+column holds the newest value carried since its key's newest delete.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import ConfigError
@@ -20,6 +22,9 @@ from .options import TableHints, WriteDisposition
 
 SEQUENCE_OF_PREFIX = SYSTEM_PREFIX + "_sequence_of_"  # + column: the sequence its stored value came from
 DELETED_AT = HELPER_PREFIX + "deleted_at"  # helper: the sequence of the key's newest delete in the batch
+# sequence_by's second, third ... column: SEQUENCE_PART_OF % (part, column)
+SEQUENCE_PART_OF = SYSTEM_PREFIX + "_sequence_%d_of_%s"
+_SEQUENCE_PART = re.compile(re.escape(SYSTEM_PREFIX) + r"_sequence_(?:([2-9]|[1-9][0-9]+)_)?of_(.+)", re.S)
 LISTS = ("ignore_null_updates_column_list", "ignore_null_updates_except_column_list")
 
 
@@ -38,9 +43,26 @@ def active(hints: TableHints) -> bool:
     )
 
 
-def sequence_of(column: str) -> str:
-    """The system column that keeps the sequence of the event `column`'s stored value came from."""
-    return SEQUENCE_OF_PREFIX + column
+def sequence_of(column: str, part: int = 1) -> str:
+    """The system column that keeps the sequence (its `part`-th column) of the event `column`'s stored
+    value came from."""
+    return SEQUENCE_OF_PREFIX + column if part == 1 else SEQUENCE_PART_OF % (part, column)
+
+
+def sequences_of(column: str, count: int) -> tuple[str, ...]:
+    """The system columns that keep the sequence of `count` columns `column`'s stored value came from."""
+    return tuple(sequence_of(column, part) for part in range(1, count + 1))
+
+
+def sequence_owner(name: str) -> tuple[str, int] | None:
+    """The column and the part whose sequence the system column `name` keeps; None: it keeps none."""
+    matched = _SEQUENCE_PART.fullmatch(name)
+    return (matched.group(2), int(matched.group(1) or 1)) if matched else None
+
+
+def deleted_at(count: int) -> tuple[str, ...]:
+    """The helpers that carry the sequence (of `count` columns) of the key's newest delete in the batch."""
+    return tuple(DELETED_AT if part == 1 else f"{DELETED_AT}_{part}" for part in range(1, count + 1))
 
 
 def subject_columns(hints: TableHints, columns) -> tuple[str, ...]:
@@ -102,11 +124,4 @@ def check_null_updates(disposition: WriteDisposition, hints: TableHints) -> None
         raise ConfigError(
             LISTS[0],
             f"names column(s) {unstored} that column_list / except_column_list leave out of the table",
-        )
-    if len(hints.sequence_by) > 1:
-        raise ConfigError(
-            argument,
-            f"is not built yet with a sequence_by of several columns ({list(hints.sequence_by)}): each "
-            "column keeps the sequence its value came from in one system column. Give one column that "
-            "orders the events",
         )

@@ -138,7 +138,6 @@ def test_the_event_columns_left_out_of_the_table_are_not_kept(spark, dataset):
             "ignore_null_updates_column_list",
             "leave out",
         ),
-        ({"sequence_by": ["seq", "a"]}, "ignore_null_updates", "not built yet"),
         ({"ignore_null_updates": "yes"}, "ignore_null_updates", "true or false"),
     ],
 )
@@ -160,9 +159,37 @@ def deleting(spark, dataset, events, **arguments):
     return load(spark, dataset, events, apply_as_deletes=DELETES, except_column_list=["op"], **arguments)
 
 
-def changing(spark, dataset, events):
+def changing(spark, dataset, events, **arguments):
     """A load of events with deletes (op 'D') and truncates (op 'T')."""
-    return deleting(spark, dataset, events, apply_as_truncates=TRUNCATES)
+    return deleting(spark, dataset, events, apply_as_truncates=TRUNCATES, **arguments)
+
+
+WIDTH = 3  # positions per log entry, in events of a sequence of two columns
+
+
+def split(events) -> list[dict]:
+    """The events ordered by a sequence of two columns, (lsn, pos): `seq`'s quotient and remainder by
+    WIDTH, so in the same order, with ties on lsn that pos decides."""
+    return [
+        {**{k: v for k, v in e.items() if k != "seq"}, "lsn": e["seq"] // WIDTH, "pos": e["seq"] % WIDTH}
+        for e in events
+    ]
+
+
+def changing_in_two(spark, dataset, events):
+    """`changing`, the events sequenced by two columns (`split`)."""
+    return changing(spark, dataset, split(events), sequence_by=["lsn", "pos"])
+
+
+def joined(table: dict) -> dict:
+    """The rows of a table of `split` events, with `seq` again in place of (lsn, pos)."""
+    return {
+        key: {
+            **{k: v for k, v in row.items() if k not in ("lsn", "pos")},
+            "seq": row["lsn"] * WIDTH + row["pos"],
+        }
+        for key, row in table.items()
+    }
 
 
 def delete(key, seq):
@@ -249,6 +276,39 @@ def test_a_late_truncate_empties_the_values_older_than_it_in_the_rows_that_outli
     assert rows(dataset)[1] == event(1, 6, None, "z")  # b from 4 stays; the event at 0 brings nothing
 
 
+@pytest.mark.parametrize("staged_in", ["arrow", "spark"])
+def test_a_sequence_of_two_columns_orders_values_deletes_and_truncates_column_by_column(
+    spark, dataset, monkeypatch, staged_in
+):
+    if staged_in == "spark":
+        monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", 0)
+    # seq 3, 4, 5 share lsn 1 (pos 0, 1, 2); 6, 7, 8 share lsn 2
+    first = [event(1, 4, "x", "y"), event(1, 5, None, "z"), event(2, 4, "p", "q"), event(3, 4, "r", "s")]
+    changing_in_two(spark, dataset, first)
+    stored = {r["id"]: r for r in read_rows(f"{dataset}/accounts")}
+    parts = [stored[1][f"_dlt_sequence{n}_of_{c}"] for c in "ab" for n in ("", "_2")]
+    assert parts == [1, 1, 1, 2]  # a from (1, 1), b from (1, 2)
+    assert (stored[1]["_dlt_sequence"], stored[1]["_dlt_sequence_2"]) == (1, 2)
+
+    late = [event(1, 3, "old", "old"), event(2, 5, None, "q2"), delete(3, 5), event(3, 3, "t", "u")]
+    changing_in_two(spark, dataset, late)  # (1, 0) is older than (1, 1) though its lsn ties
+    assert joined(rows(dataset)) == model([*first, *late])
+    assert joined(rows(dataset))[1] == event(1, 5, "x", "z")
+
+    after = [truncate(6), event(1, 7, None, None), event(3, 8, "v", None)]
+    changing_in_two(spark, dataset, after)  # key 1 outlives the truncate at (2, 0); its x and z do not
+    assert (
+        joined(rows(dataset))
+        == model([*first, *late, *after])
+        == {
+            1: event(1, 7, None, None),
+            3: event(3, 8, "v", None),
+        }
+    )
+    stored = {r["id"]: r for r in read_rows(f"{dataset}/accounts")}
+    assert (stored[1]["_dlt_sequence_of_a"], stored[1]["_dlt_sequence_2_of_a"]) == (None, None)
+
+
 VALUES = st.sampled_from([None, None, "p", "q"])
 OPS = st.sampled_from(["U", "U", "U", "U", "D", "T"])
 
@@ -266,13 +326,15 @@ EVENTS = st.lists(st.tuples(st.integers(1, 3), VALUES, VALUES, OPS), min_size=1,
 
 @pytest.mark.property
 @settings(max_examples=examples(5), deadline=None, suppress_health_check=list(HealthCheck))
-@given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
-@example(events=[{**e, "op": "U"} for e in (FULL, PARTIAL)], batches=2, seed=1)
-@example(events=[{"op": "U", **e} for e in AFTER_DELETE], batches=3, seed=3)
-@example(events=[{"op": "U", **e} for e in BEFORE_TRUNCATE], batches=4, seed=5)
+@given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16), parts=st.sampled_from([1, 2]))
+@example(events=[{**e, "op": "U"} for e in (FULL, PARTIAL)], batches=2, seed=1, parts=1)
+@example(events=[{"op": "U", **e} for e in AFTER_DELETE], batches=3, seed=3, parts=1)
+@example(events=[{"op": "U", **e} for e in BEFORE_TRUNCATE], batches=4, seed=5, parts=1)
+@example(events=[{"op": "U", **e} for e in BEFORE_TRUNCATE], batches=2, seed=7, parts=2)
 def test_the_table_equals_in_order_application_whatever_the_batching_and_order(
-    spark, tmp_path_factory, events, batches, seed
+    spark, tmp_path_factory, events, batches, seed, parts
 ):
+    """`parts`: the events sequenced by one column, or by two (`split`: ties on the first)."""
     dataset = str(tmp_path_factory.mktemp("nulls"))
     shuffled = list(events)
     random.Random(seed).shuffle(shuffled)
@@ -281,5 +343,6 @@ def test_the_table_equals_in_order_application_whatever_the_batching_and_order(
     arrivals = [
         shuffled[start:cut] for start, cut in zip([0, *cuts], cuts, strict=False) if shuffled[start:cut]
     ]
-    delivered(lambda batch: changing(spark, dataset, batch), arrivals, seed)
-    assert rows(dataset) == model(events)
+    apply = changing if parts == 1 else changing_in_two
+    delivered(lambda batch: apply(spark, dataset, batch), arrivals, seed)
+    assert (rows(dataset) if parts == 1 else joined(rows(dataset))) == model(events)

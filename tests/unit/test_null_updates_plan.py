@@ -152,3 +152,59 @@ def test_a_truncate_keeps_no_stored_value_as_old_as_it_in_matched_rows_or_in_the
         "`a`": f"CASE WHEN {stale} THEN NULL ELSE t.`a` END",
         "`_dlt_sequence_of_a`": f"CASE WHEN {stale} THEN NULL ELSE t.`_dlt_sequence_of_a` END",
     }
+
+
+TWO_PARTS = ("lsn", "pos")
+TWO_PART_SOURCE = (
+    "id",
+    "lsn",
+    "pos",
+    "a",
+    "_dlt_load_id",
+    "_dlt_id",
+    "_dlt_sequence",
+    "_dlt_sequence_2",
+    "_dlt_sequence_of_a",
+    "_dlt_sequence_2_of_a",
+)
+
+
+def test_a_sequence_of_two_columns_is_kept_per_value_and_compared_in_order():
+    hints = TableHints(
+        primary_key=("id",), sequence_by=TWO_PARTS, ignore_null_updates=True, apply_as_truncates="op = 'T'"
+    )
+    plan = planned(TWO_PART_SOURCE, hints, (*TWO_PART_SOURCE, "__hd"), hard_delete=True, truncate=(4, 1))
+    calls = builder_calls(plan, [*TWO_PART_SOURCE, "__hd"])
+    matched = ast.literal_eval(calls[4][2][len("set=") :])
+    stored = [
+        "CASE WHEN NOT (t.`_dlt_sequence_of_a` IS NULL) "
+        f"THEN t.`{own}` WHEN NOT (t.`a` IS NULL) THEN t.`{row}` END"
+        for own, row in (("_dlt_sequence_of_a", "_dlt_sequence"), ("_dlt_sequence_2_of_a", "_dlt_sequence_2"))
+    ]
+    carried = ["s.`_dlt_sequence_of_a`", "s.`_dlt_sequence_2_of_a`"]
+    newer = f"({carried[0]} > {stored[0]}) OR (({carried[0]} = {stored[0]}) AND ({carried[1]} > {stored[1]}))"
+    a_newer = f"(NOT ({carried[0]} IS NULL)) AND (({stored[0]} IS NULL) OR ({newer}))"
+    after_truncate = f"({stored[0]} > 4) OR (({stored[0]} = 4) AND ({stored[1]} > 1))"
+    assert matched["`a`"] == f"CASE WHEN {a_newer} THEN s.`a` WHEN {after_truncate} THEN t.`a` END"
+    assert matched["`_dlt_sequence_2_of_a`"] == (
+        f"CASE WHEN {a_newer} THEN s.`_dlt_sequence_2_of_a` WHEN {after_truncate} THEN {stored[1]} END"
+    )
+    own = ("t.`_dlt_sequence_of_a`", "t.`_dlt_sequence_2_of_a`")
+    stale = f"({own[0]} < 4) OR (({own[0]} = 4) AND ({own[1]} <= 1))"
+    assert calls[7][1] == f"condition={f'({stale})'!r}"
+    assert set(ast.literal_eval(calls[7][2][len("set=") :])) == {
+        "`a`",
+        "`_dlt_sequence_of_a`",
+        "`_dlt_sequence_2_of_a`",
+    }
+
+
+def test_the_system_columns_of_a_values_sequence_name_their_column_and_part():
+    from airflow_provider_deltamerge.spec.null_updates import sequence_owner, sequences_of
+
+    assert sequences_of("a", 3) == ("_dlt_sequence_of_a", "_dlt_sequence_2_of_a", "_dlt_sequence_3_of_a")
+    named = {"_dlt_sequence_of_2_of_x": ("2_of_x", 1), "_dlt_sequence_12_of_of_": ("of_", 12)}
+    for name, owner in {**named, **{n: ("a", i) for i, n in enumerate(sequences_of("a", 3), 1)}}.items():
+        assert sequence_owner(name) == owner
+    for other in ("_dlt_sequence", "_dlt_sequence_2", "_dlt_sequence_1_of_a", "a", "_dlt_sequence_of_"):
+        assert sequence_owner(other) is None
