@@ -7,9 +7,10 @@
 # - from tests/spark: the Spark to Arrow transfer, the staging pass and the Arrow counts (PySpark 3.5's
 #   collection and observed metrics, pyarrow 16's compute functions); each write disposition and merge
 #   strategy through the oldest deltalake's write and MERGE; change events with truncates, and partial
-#   updates (CASE assignments, NOT MATCHED BY SOURCE updates); an scd2 history with tracked columns; the
-#   change data feed source (load_cdf); maintenance, and the conflicts deltalake must detect; the commit
-#   format, table properties and schema evolution; recovery from the table's history; key errors;
+#   updates (CASE assignments, NOT MATCHED BY SOURCE updates, a sequence of two columns compared as
+#   Spark structs); an scd2 history with tracked columns; the change data feed source (load_cdf);
+#   maintenance, and the conflicts deltalake must detect; the commit format, table properties and
+#   schema evolution; recovery from the table's history; key errors;
 # - one example DAG with dag.test(): Airflow 3.0's operators, assets and XCom.
 # Left to the tested set: the property tests (marker `property`), the benchmark's smoke test, and the
 # other modules' semantic cases. Extra arguments go to pytest.
@@ -25,6 +26,7 @@ tests=(
   $spark/test_append_replace.py $spark/test_upsert_insert_only.py $spark/test_delete_insert.py
   $spark/test_scd2.py $spark/test_cdc.py $spark/test_cdc_truncates.py $spark/test_cdf_source.py
   $spark/test_cdc_null_updates.py::test_a_late_truncate_empties_the_values_older_than_it_in_the_rows_that_outlive_it
+  $spark/test_cdc_null_updates.py::test_a_sequence_of_two_columns_orders_values_deletes_and_truncates_column_by_column
   $spark/test_cdc_scd2_track_history.py::test_a_late_event_splits_a_version_that_absorbed_events_at_their_place
   $spark/test_maintenance.py $spark/test_maintenance_races.py $spark/test_concurrency.py
   $spark/test_commit_format.py $spark/test_table_properties.py $spark/test_schema_evolution.py
