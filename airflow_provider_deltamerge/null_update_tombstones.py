@@ -108,9 +108,9 @@ def _in_spark(spark, df, newest: dict, truncated_at, key, sequence, kept):
         held = [F.col(f"e.`{c}`") for c in at]
         older = F.lit(False)
         if cut is not None:
-            older = cut[0].isNotNull() & _at_most(held, cut)
+            older = cut[0].isNotNull() & cdc.not_newer(held, cut)
         if truncated_at is not None:
-            older = older | _at_most(held, [F.lit(v) for v in truncated_at])
+            older = older | cdc.not_newer(held, [F.lit(v) for v in truncated_at])
         for name in (value, *at):
             stale[name] = F.coalesce(older, F.lit(False))
     selected = [F.col(f"e.`{c}`") for c in df.columns]
@@ -119,11 +119,3 @@ def _in_spark(spark, df, newest: dict, truncated_at, key, sequence, kept):
         for c, s in zip(df.columns, selected, strict=True)
     ]
     return source.select(*selected)
-
-
-def _at_most(left: list, right: list):
-    """`left <= right` for two sequences of Spark columns, compared in order."""
-    result = left[-1] <= right[-1]
-    for a, b in reversed(list(zip(left[:-1], right[:-1], strict=True))):
-        result = (a < b) | ((a == b) & result)
-    return result

@@ -159,7 +159,7 @@ def truncates_as_deletes(df: DataFrame) -> DataFrame:
 
 def newer_than(sequence: tuple[str, ...], values: tuple):
     """The event's sequence greater than `values` (compared in order, the first that differs decides)."""
-    return ~_not_newer([F.col(f"`{c}`") for c in sequence], [F.lit(v) for v in values])
+    return ~not_newer([F.col(f"`{c}`") for c in sequence], [F.lit(v) for v in values])
 
 
 def not_newer_rows(df: DataFrame, sequence: tuple[str, ...], values: tuple) -> DataFrame:
@@ -179,13 +179,13 @@ def without_tombstoned(
     def tomb(column: str):
         return F.col(f"d.`{TOMBSTONE_PREFIX}{column}`")
 
-    condition = _not_newer([F.col(f"e.`{c}`") for c in sequence], [tomb(c) for c in sequence])
+    condition = not_newer([F.col(f"e.`{c}`") for c in sequence], [tomb(c) for c in sequence])
     for key in primary_key:
         condition = F.col(f"e.`{key}`").eqNullSafe(tomb(key)) & condition
     return df.alias("e").join(F.broadcast(tombstones.alias("d")), condition, "left_anti")
 
 
-def _not_newer(event: list, tombstone: list):
+def not_newer(event: list, tombstone: list):
     """event <= tombstone, compared column by column (the first that differs decides)."""
     result = F.lit(True)
     for column_event, column_tomb in reversed(list(zip(event, tombstone, strict=True))):

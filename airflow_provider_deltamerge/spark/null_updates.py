@@ -44,9 +44,9 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
     since = F.lit(True)  # the events after the key's newest delete in the batch (all, without deletes)
     if hints.apply_as_deletes:
         newest_delete = F.max(F.when(F.col(HARD_DELETE_FLAG), event_sequence)).over(key)  # flagged by staging
-        df = df.withColumns(_parts(newest_delete, deleted_at(len(sequence))))
-        deleted = _in_order(deleted_at(len(sequence)))
-        since = F.col(deleted_at(1)[0]).isNull() | (event_sequence > deleted)
+        helpers = deleted_at(len(sequence))
+        df = df.withColumns(_parts(newest_delete, helpers))
+        since = F.col(helpers[0]).isNull() | (event_sequence > _in_order(helpers))
     for column in chosen:
         value = F.when(since, F.col(f"`{column}`"))
         replaced[column] = F.first(value, ignorenulls=True).over(newest_first).alias(column)
