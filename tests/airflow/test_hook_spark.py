@@ -20,6 +20,7 @@ from airflow_provider_deltamerge.delta.store import read_load, read_loads
 from airflow_provider_deltamerge.errors import ConfigError, JobFailedError
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
 from airflow_provider_deltamerge.hooks import deltamerge as hook_module
+from airflow_provider_deltamerge.spark.class_archive import session_java_options
 from airflow_provider_deltamerge.spec.request import LoadRequest
 from tests import store_reads
 
@@ -86,6 +87,13 @@ def submit_env(monkeypatch):
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+@pytest.fixture
+def submit_conf(jvm_class_archive) -> dict[str, str]:
+    """SUBMIT_CONF, and the driver started from the run's JVM class archive, as a deployment that made
+    one passes it in its connection's or its DAG's spark_conf (`spark.driver.extraJavaOptions`)."""
+    return {**SUBMIT_CONF, **session_java_options()}
+
+
 def set_connection(monkeypatch, conn_id: str, **fields) -> None:
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
 
@@ -96,14 +104,16 @@ def test_in_process_local_spark(tmp_path):
     assert_loaded(request, metrics, [1, 2, 3, 4, 5, 6])
 
 
-def test_spark_submit_local_reads_metrics_from_the_load_record(tmp_path, monkeypatch, submit_env, capfd):
+def test_spark_submit_local_reads_metrics_from_the_load_record(
+    tmp_path, monkeypatch, submit_env, submit_conf, capfd
+):
     set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]", password=CONN_PASSWORD)
     incremental = {"cursor_path": "updated_at"}
     window = {"start": "2024-01-02T00:00:00Z", "end": "2024-01-03T00:00:00Z"}
     request = request_for(
         tmp_path, incremental=incremental, run_context={"run_id": "r", "run_type": "manual", "conf": window}
     )
-    metrics = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF).run(request)
+    metrics = DeltaMergeHook("spark_local", spark_conf=submit_conf).run(request)
     assert_loaded(request, metrics, [3, 4])
     assert (metrics["window_start"], metrics["window_end"]) == (
         "2024-01-02T00:00:00+00:00",
@@ -120,11 +130,11 @@ def test_spark_submit_local_reads_metrics_from_the_load_record(tmp_path, monkeyp
     assert not list(Path.cwd().glob("spark-warehouse"))
 
 
-def test_the_job_module_reads_each_state_table_once_per_load(tmp_path, monkeypatch, submit_env):
+def test_the_job_module_reads_each_state_table_once_per_load(tmp_path, monkeypatch, submit_env, submit_conf):
     """Under spark-submit, the job reads `_dlt_loads` and `_dlt_pipeline_state` once each for a load
     of one window (a spy in the job's process counts them; tests/store_reads.py)."""
     set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
-    hook = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF)
+    hook = DeltaMergeHook("spark_local", spark_conf=submit_conf)
     monkeypatch.setattr(hook_module, "remote_job_resource", lambda: JOB_WITH_FAULTS)
     counts = tmp_path / "reads.json"
     monkeypatch.setenv(store_reads.COUNT_FILE, str(counts))
@@ -142,11 +152,11 @@ def test_the_job_module_reads_each_state_table_once_per_load(tmp_path, monkeypat
     assert json.loads(counts.read_text()) == {"_dlt_loads": 1, "_dlt_pipeline_state": 1}
 
 
-def test_failed_job_raises_with_the_driver_log_tail(tmp_path, monkeypatch, submit_env):
+def test_failed_job_raises_with_the_driver_log_tail(tmp_path, monkeypatch, submit_env, submit_conf):
     set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
     request = request_for(tmp_path, source={"callable": "tests.airflow.sources_for_tests:corrupt_landing"})
     with pytest.raises(JobFailedError) as failure:
-        DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF).run(request)
+        DeltaMergeHook("spark_local", spark_conf=submit_conf).run(request)
     assert "spark job for file://" in str(failure.value) and "Error code is: 1" in str(failure.value)
     assert "ValueError: landing file orders-7.json is truncated" in failure.value.log_tail
     told = str(failure.value) + failure.value.log_tail
@@ -154,12 +164,12 @@ def test_failed_job_raises_with_the_driver_log_tail(tmp_path, monkeypatch, submi
     assert read_loads(request.dataset) == []
 
 
-def test_spark_submit_to_a_standalone_cluster(tmp_path, monkeypatch, submit_env):
+def test_spark_submit_to_a_standalone_cluster(tmp_path, monkeypatch, submit_env, submit_conf):
     with standalone_cluster(tmp_path / "cluster") as master:
         set_connection(monkeypatch, "spark_cluster", conn_type="spark", host=master)
         request = request_for(tmp_path)
         metrics = DeltaMergeHook(
-            "spark_cluster", spark_conf=SUBMIT_CONF, submit_options={"total_executor_cores": 1}
+            "spark_cluster", spark_conf=submit_conf, submit_options={"total_executor_cores": 1}
         ).run(request)
     assert_loaded(request, metrics, [1, 2, 3, 4, 5, 6])
 
@@ -205,12 +215,14 @@ def test_spark_connect_refused_beside_a_local_session(tmp_path, monkeypatch):
         DeltaMergeHook("spark_remote").run(request_for(tmp_path))
 
 
-def test_retry_after_a_job_killed_past_its_commit_reports_that_load(tmp_path, monkeypatch, submit_env):
+def test_retry_after_a_job_killed_past_its_commit_reports_that_load(
+    tmp_path, monkeypatch, submit_env, submit_conf
+):
     """Attempt 1's job dies after its Delta commit, before its load record; attempt 2 (a retry of the
     same task) finishes that load instead of applying the batch again, and the hook reports it."""
     set_connection(monkeypatch, "spark_local", conn_type="spark", host="local[2]")
     run = {"dag_id": "d", "task_id": "t", "run_id": "r", "run_type": "manual"}
-    hook = DeltaMergeHook("spark_local", spark_conf=SUBMIT_CONF)
+    hook = DeltaMergeHook("spark_local", spark_conf=submit_conf)
     monkeypatch.setattr(hook_module, "remote_job_resource", lambda: JOB_WITH_FAULTS)
     monkeypatch.setenv("DELTAMERGE_FAIL_AT", "after_commit")
     monkeypatch.setenv("DELTAMERGE_FAIL_MODE", "kill")

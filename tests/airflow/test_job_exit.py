@@ -8,12 +8,14 @@ Python process running the job module as spark-submit would, on local Spark.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 
 import pytest
 
 from airflow_provider_deltamerge.delta.store import read_loads
+from airflow_provider_deltamerge.spark.class_archive import session_java_options
 from airflow_provider_deltamerge.spec.request import LoadRequest
 
 from .spark_servers import ROOT
@@ -24,16 +26,20 @@ RUNS = 3
 
 
 def job_environment() -> dict[str, str]:
+    """spark-submit's arguments for the job, its driver started from the run's JVM class archive (as a
+    deployment that made one passes it in spark.driver.extraJavaOptions)."""
+    archive = [f"--conf={option}={value}" for option, value in session_java_options().items()]
+    submit = ["--master", "local[1]", "--conf", "spark.ui.enabled=false", *archive, "pyspark-shell"]
     return {
         **os.environ,
-        "PYSPARK_SUBMIT_ARGS": "--master local[1] --conf spark.ui.enabled=false pyspark-shell",
+        "PYSPARK_SUBMIT_ARGS": shlex.join(submit),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
 
 
-def test_a_successful_job_exits_zero_every_time(tmp_path):
+def test_a_successful_job_exits_zero_every_time(tmp_path, jvm_class_archive):
     dataset = str(tmp_path / "lake")
     codes = []
     for run in range(RUNS):
