@@ -195,14 +195,20 @@ def not_newer(event: list, tombstone: list):
 
 def event_columns(df: DataFrame, hints: TableHints) -> DataFrame:
     """The event columns that become table columns (`column_list` / `except_column_list`), with the
-    system and helper columns; a column_list column the events lack is refused."""
+    system and helper columns."""
+    return df.drop(*left_out_columns(df, hints))
+
+
+def left_out_columns(df: DataFrame, hints: TableHints) -> list[str]:
+    """The event columns `column_list` / `except_column_list` keep out of the table; a column_list
+    column the events lack is refused."""
+    data = [c for c in df.columns if not c.startswith((SYSTEM_PREFIX, HELPER_PREFIX))]
     if hints.column_list:
-        data = [c for c in df.columns if not c.startswith((SYSTEM_PREFIX, HELPER_PREFIX))]
         for column in hints.column_list:
             if column not in df.columns:
                 raise MissingKeyColumnError(column, "column_list", data)
-        return df.select(*(c for c in df.columns if c in hints.column_list or c not in data))
-    return df.drop(*hints.except_column_list)
+        return [c for c in data if c not in hints.column_list]
+    return [c for c in data if c in hints.except_column_list]
 
 
 def _one(values: tuple):

@@ -24,7 +24,8 @@ from ..plan.pruning import KeyRange
 from ..spec.cdc import event_key
 from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
-from . import arrow_profile, cdc, frames, null_updates, partition_values, profile
+from . import arrow_events, arrow_profile, cdc, frames, null_updates, partition_values, profile
+from .extract import arrow_to_spark
 from .scd2 import rows_and_retires
 from .scd2_feed import versions_and_closes
 
@@ -77,6 +78,9 @@ def stage_batch(
         cdc.check_condition(df, "apply_as_truncates", hints.apply_as_truncates)
         df = cdc.flag_truncate_events(df, hints.apply_as_truncates, hints.primary_key)
         nulls = cdc.null_counts(key_columns, hints.primary_key)
+    checked = _Checked(raw, load_id, keys, hints, disposition, partition_by, partition_folders)
+    if collect is not None and arrow_events.ranks_on_driver(df, disposition, hints):
+        return _events_ranked_on_driver(df, collect, key_columns, checked)
     one_observation = profile.observes_in_pass(df) and _keeps_every_row(disposition, hints)
     if one_observation:  # the raw batch's counts are the staged batch's: observed with its aggregates
         raw_profile = None
@@ -92,8 +96,7 @@ def stage_batch(
         cdc.check_ordered_events(df, event_key(disposition, hints), hints.sequence_by)
     staged = _prepared(df, disposition, hints, load_id, ties_in_pass)
     ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
-    aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
-    aggregates += profile.text_bytes(staged) + profile.partition_folder_bytes(staged, partition_folders)
+    aggregates = _aggregates(staged, ranged, partition_folders)
     aggregates += [cdc.sum_of_ties()] if ties_in_pass else []
     aggregates += nulls if one_observation else []
     arrow = None
@@ -113,37 +116,89 @@ def stage_batch(
         staged = frames.materialize(staged)
         after = profile.aggregated(staged, aggregates)
     before = after if raw_profile is None else raw_profile()
-    if before.rows == 0:
-        return _empty(raw, load_id)
-    for hint, columns in keys.items():
-        for column in columns:
-            if before.get(f"null:{column}"):
-                raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
-    if ties_in_pass and after.get("ties"):  # found in the pass: the check that names them, then
-        cdc.check_ordered_events(raw, hints.primary_key, hints.sequence_by)
-    if ROW_ID in raw.columns and disposition.scd2 is None:  # scd2 puts its version hash there
-        frames.check_row_ids(staged, arrow)
-    # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on the
-    # rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
-    if disposition.strategy == "upsert" and hints.hard_delete and arrow is None:
-        frames.check_unique_keys(staged, hints.primary_key, disposition.strategy)
-    for column in partition_folders:
-        if after.get(f"folder:{column}") > NAME_BYTES:
-            raise PartitionValueError(column, int(after.get(f"folder:{column}")), NAME_BYTES)
-    outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
-    frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
-    ranges = profile.key_ranges(staged, after, ranged)
-    ranges = partition_values.with_partitions(ranges, staged, arrow, partition_by)
-    size = arrow.nbytes if arrow is not None else profile.arrow_bytes(staged, after)
-    return StagedBatch(staged, before.rows, after.rows, ranges, size, arrow)
+    return checked.batch(staged, arrow, before, after, ranged, bool(ties_in_pass and after.get("ties")))
 
 
-def _arrow_profile(arrow, staged: DataFrame, key_columns, ranged, folders, aggregates) -> profile.Profile:
+def _events_ranked_on_driver(
+    df: DataFrame, collect: Callable, key_columns: list[str], checked: _Checked
+) -> StagedBatch:
+    """An upsert's change events: every event collected by the pass, each key's newest kept by pyarrow
+    on the driver, the ties counted there (spark/arrow_events.py); then the checks every batch passes."""
+    hints, disposition = checked.hints, checked.disposition
+    if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
+        cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
+    events = arrow_events.prepared(df, hints)
+    id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
+    staged = frames.add_system_columns(events.frame, checked.load_id, id_key)
+    every_event = collect(staged)
+    before = arrow_events.raw_profile(every_event, events, key_columns)
+    if before.rows == 0 or any(before.get(f"null:{c}") for c in key_columns):  # refused, or empty
+        return checked.batch(staged, None, before, before, [], False)
+    arrow, ties = arrow_events.newest_per_key(every_event, events, hints.primary_key, len(hints.sequence_by))
+    staged = staged.drop(*events.helpers)
+    ranged = profile.ranged_columns(staged, hints.primary_key + hints.merge_key)
+    aggregates = _aggregates(staged, ranged, checked.partition_folders)
+    newest = lambda: arrow_to_spark(staged.sparkSession, arrow)  # noqa: E731
+    after = _arrow_profile(arrow, staged, [], ranged, checked.partition_folders, aggregates, newest)
+    return checked.batch(staged, arrow, before, after, ranged, ties > 0)
+
+
+def _aggregates(staged: DataFrame, ranged: list[str], partition_folders: tuple[str, ...]) -> list:
+    """The staged batch's aggregates every check reads: dates, key bounds, text bytes, folder names."""
+    aggregates = profile.unstorable_date_counts(staged) + profile.key_bounds(staged, ranged)
+    return aggregates + profile.text_bytes(staged) + profile.partition_folder_bytes(staged, partition_folders)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """The checks a staged batch passes after its pass, on its profile (spark/profile.py), in order."""
+
+    raw: DataFrame  # the batch before preparation: the ties check names its events
+    load_id: str
+    keys: dict  # hint -> its columns, none null
+    hints: TableHints
+    disposition: WriteDisposition
+    partition_by: tuple[str, ...]
+    partition_folders: tuple[str, ...]
+
+    def batch(self, staged, arrow, before, after, ranged, ties: bool) -> StagedBatch:
+        raw, hints, disposition = self.raw, self.hints, self.disposition
+        if before.rows == 0:
+            return _empty(raw, self.load_id)
+        for hint, columns in self.keys.items():
+            for column in columns:
+                if before.get(f"null:{column}"):
+                    raise NullKeyError(column, hint, int(before.get(f"null:{column}")))
+        if ties:  # found in the pass: the check that names them, then
+            cdc.check_ordered_events(raw, hints.primary_key, hints.sequence_by)
+        if ROW_ID in raw.columns and disposition.scd2 is None:  # scd2 puts its version hash there
+            frames.check_row_ids(staged, arrow)
+        # The writer checks that upsert and insert-only sources hold each key once (plan.unique_key), on
+        # the rows it commits; an upsert's flagged rows count too, and a new table's source leaves them out.
+        if disposition.strategy == "upsert" and hints.hard_delete and arrow is None:
+            frames.check_unique_keys(staged, hints.primary_key, disposition.strategy)
+        for column in self.partition_folders:
+            if after.get(f"folder:{column}") > NAME_BYTES:
+                raise PartitionValueError(column, int(after.get(f"folder:{column}")), NAME_BYTES)
+        outside = {c: int(after.get(f"dates:{c}")) for c in profile.date_columns(staged)}
+        frames.check_storable_dates(staged, hints.primary_key or hints.merge_key, outside)
+        ranges = profile.key_ranges(staged, after, ranged)
+        ranges = partition_values.with_partitions(ranges, staged, arrow, self.partition_by)
+        size = arrow.nbytes if arrow is not None else profile.arrow_bytes(staged, after)
+        return StagedBatch(staged, before.rows, after.rows, ranges, size, arrow)
+
+
+def _arrow_profile(
+    arrow, staged: DataFrame, key_columns, ranged, folders, aggregates, frame: Callable | None = None
+) -> profile.Profile:
     """The staged batch's profile from its collected rows; where those cannot decide it (a zoned
-    timestamp a day from a storable limit), the aggregates as a job of their own."""
+    timestamp a day from a storable limit), the aggregates as a job of their own, over `frame()` where
+    the collected rows are not `staged`'s (ranked on the driver)."""
     dates, text_folders = profile.date_columns(staged), profile.text_columns(staged, folders)
     counted = arrow_profile.profiled(arrow, key_columns, dates, ranged, text_folders)
-    return counted if counted is not None else profile.aggregated(staged, aggregates)
+    if counted is not None:
+        return counted
+    return profile.aggregated(frame() if frame is not None else staged, aggregates)
 
 
 def _lacks_columns(df: DataFrame, keys: dict, disposition: WriteDisposition, hints: TableHints) -> bool:

@@ -112,6 +112,50 @@ def test_null_sequences_and_ties_are_refused_before_anything_is_committed(spark,
     assert rows(dataset) == {1: {"id": 1, "seq": 1, "name": "a"}}
 
 
+@pytest.fixture(params=["driver", "spark"])
+def ranking(request, monkeypatch):
+    """Where each key's newest event is chosen: by pyarrow in the rows staging collected (small batches
+    with flat columns), or by a Spark window where staging materialises the batch in Spark."""
+    if request.param == "spark":
+        from airflow_provider_deltamerge import staged_arrow
+
+        monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
+    return request.param
+
+
+def test_both_rankings_keep_one_of_identical_events_and_refuse_a_tie_in_a_column_left_out(
+    spark, dataset, ranking
+):
+    """Identical events (NaN and null alike) are one event; two events of a key at one sequence that
+    differ only in a column the table does not take (`op`) still tie, and are refused, naming them."""
+    nan = float("nan")
+    events = [
+        {"id": 1, "seq": 3, "op": "u", "name": "x", "score": nan},
+        {"id": 1, "seq": 2, "op": "u", "name": "y", "score": 1.0},
+        {"id": 1, "seq": 3, "op": "u", "name": "x", "score": nan},  # delivered twice
+        {"id": 2, "seq": 5, "op": "c", "name": None, "score": 2.5},
+        {"id": 2, "seq": 5, "op": "c", "name": None, "score": 2.5},
+    ]
+    info = load(spark, dataset, events, except_column_list=["op"])
+    assert (info.metrics["rows_extracted"], info.metrics["rows_staged"]) == (5, 2)
+    stored = rows(dataset)
+    assert stored[1]["name"] == "x" and stored[1]["score"] != stored[1]["score"]  # NaN
+    assert stored[2] == {"id": 2, "seq": 5, "name": None, "score": 2.5}
+    version = table_version(f"{dataset}/accounts")
+    tie = [{"id": 3, "seq": 1, "op": "c", "name": "z", "score": 0.0}]
+    tie.append({**tie[0], "op": "u"})
+    with pytest.raises(
+        SequenceError, match=r"1 key\(s\) with different events at one sequence, e.g. \(3, 1\)"
+    ):
+        load(
+            spark,
+            dataset,
+            [*tie, {"id": 1, "seq": 9, "op": "u", "name": "new", "score": 1.0}],
+            except_column_list=["op"],
+        )
+    assert table_version(f"{dataset}/accounts") == version
+
+
 def test_a_table_upserted_before_takes_events_from_its_first_load_with_sequence_by(spark, dataset):
     load(spark, dataset, [{"id": 1, "seq": 9, "name": "plain"}], sequence_by=None)
     with pytest.raises(MissingKeyColumnError, match="sequence_by column 'seq' is not in the data"):

@@ -71,16 +71,37 @@ def test_a_materialised_load_that_keeps_every_row_observes_its_pass_once(spark, 
     )
 
 
-def test_change_events_are_checked_for_ties_in_the_staging_pass(spark, dataset, tmp_path):
-    """An upsert of events ranks each key's events in the one pass, which also counts their ties: the
-    shuffle of the ranking and the collection, no job of the tie check's own."""
+def load_events(spark, dataset, tmp_path):
+    """300 change events of 50 keys (a parquet batch) applied by an upsert with deletes: each key's
+    newest is staged."""
     landing = str(tmp_path / "events")
     events = ("id % 50 AS id", "id AS lsn", "IF(id % 7 = 0, 'd', 'u') AS op", "concat('v', id) AS v")
     spark.range(300).selectExpr(*events).write.parquet(landing)
     cdc = {"sequence_by": "lsn", "apply_as_deletes": "op = 'd'"}
     info, work = load(spark, dataset, spark.read.parquet(landing), **cdc)
     assert info.metrics["numEventsApplied"] + info.metrics["numEventsSkippedStale"] == 300
-    assert work.jobs <= 2 and work.sql_executions == 1, work.job_names
+    assert info.metrics["rows_staged"] == 50
+    return info, work
+
+
+def test_change_events_collected_whole_are_ranked_on_the_driver_in_the_one_pass(spark, dataset, tmp_path):
+    """An upsert of events that the pass collects whole is ranked by pyarrow on the driver, which also
+    counts their ties (spark/arrow_events.py): the pass is the plain collection, no shuffle, no window."""
+    info, work = load_events(spark, dataset, tmp_path)
+    assert (work.jobs, work.sql_executions) == (1, 1), work.job_names
+    assert "Exchange" not in work.plans[0] and "Window" not in work.plans[0], work.plans[0]
+
+
+def test_change_events_ranked_in_spark_count_their_ties_in_the_staging_pass(
+    spark, dataset, tmp_path, monkeypatch
+):
+    """Where staging materialises the events in Spark, the window that ranks them counts their ties in
+    the same pass: the shuffle of the ranking and the pass, no job of the tie check's own."""
+    from airflow_provider_deltamerge import staged_arrow
+
+    monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
+    info, work = load_events(spark, dataset, tmp_path)
+    assert any("Window" in plan for plan in work.plans), work.plans
 
 
 def test_the_local_session_runs_with_the_small_batch_settings_nobody_else_set(spark):
