@@ -13,7 +13,8 @@ driver under helper names (EVENT_PREFIX) and are dropped after the ranking.
 
 Used where every event column is a flat value pyarrow compares (numbers, text, binary, booleans, dates,
 timestamps); where partial updates (`ignore_null_updates`) or truncates shape the events; and for
-upserts only (scd2 keeps every event). Elsewhere staging ranks in Spark as before.
+upserts only (scd2 keeps every event). Elsewhere staging ranks in Spark as before, and so it does where
+every event together is more than the driver may hold (spark/stage.py): each key's newest may fit.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..errors import NullKeyError, PartitionValueError
+from ..errors import BatchTooLargeError, NullKeyError, PartitionValueError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
 from ..plan.pruning import KeyRange
 from ..spec.cdc import event_key
@@ -80,7 +80,15 @@ def stage_batch(
         nulls = cdc.null_counts(key_columns, hints.primary_key)
     checked = _Checked(raw, load_id, keys, hints, disposition, partition_by, partition_folders)
     if collect is not None and arrow_events.ranks_on_driver(df, disposition, hints):
-        return _events_ranked_on_driver(df, collect, key_columns, checked)
+        try:
+            return _events_ranked_on_driver(df, collect, key_columns, checked)
+        except BatchTooLargeError as whole:  # each key's newest may still fit: ranked in Spark first
+            log.info(
+                "the change events for %s take more than the %.0f MiB the driver may hold whole: "
+                "ranked in Spark instead, each key's newest collected",
+                whole.table,
+                whole.limit_bytes / 2**20,
+            )
     one_observation = profile.observes_in_pass(df) and _keeps_every_row(disposition, hints)
     if one_observation:  # the raw batch's counts are the staged batch's: observed with its aggregates
         raw_profile = None

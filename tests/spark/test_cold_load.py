@@ -104,6 +104,22 @@ def test_change_events_ranked_in_spark_count_their_ties_in_the_staging_pass(
     assert any("Window" in plan for plan in work.plans), work.plans
 
 
+def test_change_events_too_many_to_hold_whole_are_ranked_in_spark_and_only_the_newest_collected(
+    spark, dataset, tmp_path, monkeypatch, caplog
+):
+    """A driver that cannot hold every event, but can hold each key's newest, still loads the batch."""
+    from airflow_provider_deltamerge.delta import arrow_stream
+    from airflow_provider_deltamerge.delta.driver_budget import DriverBudget
+
+    budget = DriverBudget(12 * 2**10, "1g", True)  # 300 events are about 30 KiB as Arrow, 50 about 5
+    monkeypatch.setattr(arrow_stream.DriverBudget, "of", classmethod(lambda cls, spark: budget))
+    with caplog.at_level("INFO", logger="airflow_provider_deltamerge"):
+        info, work = load_events(spark, dataset, tmp_path)
+    assert "take more than the 0 MiB the driver may hold whole: ranked in Spark instead" in caplog.text
+    assert any("Window" in plan for plan in work.plans), work.plans
+    assert DeltaTable(f"{dataset}/items").to_pyarrow_table().num_rows == info.metrics["numTargetRowsInserted"]
+
+
 def test_the_local_session_runs_with_the_small_batch_settings_nobody_else_set(spark):
     conf = spark.conf
     assert conf.get("spark.sql.adaptive.coalescePartitions.parallelismFirst") == "false"
