@@ -221,7 +221,7 @@ EVENTS = st.lists(
 @settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(events=EVENTS, batches=st.integers(1, 3), seed=st.integers(0, 2**16))
 def test_the_table_depends_only_on_the_events_not_on_arrival_or_batching(
-    spark, tmp_path_factory, events, batches, seed
+    spark, tmp_path_factory, ranking, events, batches, seed
 ):
     dataset = str(tmp_path_factory.mktemp("cdc"))
     shuffled = random.Random(seed).sample(
