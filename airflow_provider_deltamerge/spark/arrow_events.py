@@ -24,14 +24,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..spec import null_updates
 from ..spec.cdc import sequence_columns
 from ..spec.naming import HELPER_PREFIX
 from ..spec.options import TableHints, WriteDisposition
-from .cdc import flag_delete_events, left_out_columns
+from .cdc import flag_delete_events, left_out_columns, with_sequence_kept
 from .frames import INPUT_ORDER
 from .profile import Profile
 
@@ -80,8 +79,7 @@ def prepared(df: DataFrame, hints: TableHints) -> Events:
     if hints.apply_as_deletes:
         df = flag_delete_events(df, hints.apply_as_deletes)
     content = [c for c in df.columns if c != INPUT_ORDER]
-    for column, kept in zip(hints.sequence_by, sequence_columns(len(hints.sequence_by)), strict=True):
-        df = df.withColumn(kept, F.col(f"`{column}`"))
+    df = with_sequence_kept(df, hints.sequence_by)
     renamed = {c: EVENT_PREFIX + c for c in left_out_columns(df, hints)}
     if renamed:
         df = df.withColumnsRenamed(renamed)

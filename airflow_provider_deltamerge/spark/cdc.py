@@ -61,10 +61,14 @@ def newest_event_per_key(
     if count_ties:
         ranked = ranked.withColumn(TIES, _tied_with_previous(df, sequence, window))
         ranked = ranked.withColumn(TIES, F.sum(TIES).over(Window.partitionBy(*primary_key)))
-    newest = ranked.filter(F.col(RANK) == 1).drop(RANK)
+    return with_sequence_kept(ranked.filter(F.col(RANK) == 1).drop(RANK), sequence)
+
+
+def with_sequence_kept(df: DataFrame, sequence: tuple[str, ...]) -> DataFrame:
+    """Each event's sequence copied into the system columns the table keeps it in (spec/cdc.py)."""
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
-        newest = newest.withColumn(kept, F.col(column))
-    return newest
+        df = df.withColumn(kept, F.col(f"`{column}`"))
+    return df
 
 
 def _tied_with_previous(df: DataFrame, sequence: tuple[str, ...], window) -> Column:
@@ -100,10 +104,7 @@ def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ..
     sequence kept in the system columns as `newest_event_per_key` keeps it."""
     order = [F.col(INPUT_ORDER).asc()]
     ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*key, *sequence).orderBy(*order)))
-    events = ranked.filter(F.col(RANK) == 1).drop(RANK)
-    for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
-        events = events.withColumn(kept, F.col(column))
-    return events
+    return with_sequence_kept(ranked.filter(F.col(RANK) == 1).drop(RANK), sequence)
 
 
 def check_condition(df: DataFrame, argument: str, condition: str) -> None:

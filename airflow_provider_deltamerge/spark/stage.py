@@ -78,6 +78,8 @@ def stage_batch(
         cdc.check_condition(df, "apply_as_truncates", hints.apply_as_truncates)
         df = cdc.flag_truncate_events(df, hints.apply_as_truncates, hints.primary_key)
         nulls = cdc.null_counts(key_columns, hints.primary_key)
+    if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
+        cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
     checked = _Checked(raw, load_id, keys, hints, disposition, partition_by, partition_folders)
     if collect is not None and arrow_events.ranks_on_driver(df, disposition, hints):
         try:
@@ -97,8 +99,6 @@ def stage_batch(
     else:  # one job over the source for what only the raw batch shows
         counted = profile.aggregated(df, nulls)
         raw_profile = lambda: counted  # noqa: E731
-    if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
-        cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
     ties_in_pass = _counts_ties_in_pass(df, disposition, hints)
     if hints.sequence_by and not ties_in_pass:  # two different events of a key at one sequence
         cdc.check_ordered_events(df, event_key(disposition, hints), hints.sequence_by)
@@ -133,11 +133,8 @@ def _events_ranked_on_driver(
     """An upsert's change events: every event collected by the pass, each key's newest kept by pyarrow
     on the driver, the ties counted there (spark/arrow_events.py); then the checks every batch passes."""
     hints, disposition = checked.hints, checked.disposition
-    if hints.apply_as_deletes:  # refused before any job: a condition Spark cannot evaluate on the events
-        cdc.check_condition(df, "apply_as_deletes", hints.apply_as_deletes)
     events = arrow_events.prepared(df, hints)
-    id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
-    staged = frames.add_system_columns(events.frame, checked.load_id, id_key)
+    staged = frames.add_system_columns(events.frame, checked.load_id, _row_id_key(disposition, hints))
     every_event = collect(staged)
     before = arrow_events.raw_profile(every_event, events, key_columns)
     if before.rows == 0 or any(before.get(f"null:{c}") for c in key_columns):  # refused, or empty
@@ -259,8 +256,13 @@ def _prepared(
         df = cdc.event_columns(df, hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
-    id_key = hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
-    return frames.add_system_columns(df, load_id, id_key).drop(frames.INPUT_ORDER)
+    return frames.add_system_columns(df, load_id, _row_id_key(disposition, hints)).drop(frames.INPUT_ORDER)
+
+
+def _row_id_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ...]:
+    """The columns `_dlt_id` is a hash of (the primary key, for the strategies that key rows by it), or
+    none: then it is unique per row and load."""
+    return hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
 
 
 def _empty(df: DataFrame, load_id: str) -> StagedBatch:
