@@ -8,7 +8,7 @@ import shutil
 import sys
 
 from ..errors import ConfigError
-from . import class_archive
+from . import class_archive, jit_options
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +58,19 @@ def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None
     tuning = small_batch_conf(extra_conf)
     ours = {**LOCAL_SESSION_CONF, **tuning, **python_conf(), **(extra_conf or {})}
     conf = merge_spark_conf(ours, jars.spark_conf() if jars else {})
-    return {**conf, **class_archive_conf(conf, extra_conf)}
+    return {**conf, **java_options_conf(conf, extra_conf)}
 
 
-def class_archive_conf(conf: dict[str, str], extra_conf: dict[str, str] | None = None) -> dict[str, str]:
-    """The JVM class archive's option (spark/class_archive.py), unless spark-defaults.conf or
-    PYSPARK_SUBMIT_ARGS set the driver's Java options, which the session's own would replace."""
+def java_options_conf(conf: dict[str, str], extra_conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The driver's Java options: the caller's, C2 deferred (spark/jit_options.py), the JVM class
+    archive (spark/class_archive.py); {} where spark-defaults.conf or PYSPARK_SUBMIT_ARGS set them, which
+    the session's own would replace."""
     if class_archive.JAVA_OPTIONS in user_set_keys() - set(extra_conf or {}):
         return {}
-    return class_archive.session_java_options(conf)
+    conf = {**conf, **jit_options.session_java_options(conf)}
+    conf = {**conf, **class_archive.session_java_options(conf)}
+    options = conf.get(class_archive.JAVA_OPTIONS)
+    return {class_archive.JAVA_OPTIONS: options} if options else {}
 
 
 def small_batch_conf(extra_conf: dict[str, str] | None = None) -> dict[str, str]:
@@ -87,8 +91,9 @@ def log_small_batch_conf(extra_conf: dict[str, str] | None = None) -> None:
     )
 
 
-def log_class_archive(conf: dict[str, str]) -> None:
-    """One line in the task log: whether the new session's JVM starts from a class archive."""
+def log_java_options(conf: dict[str, str]) -> None:
+    """Lines in the task log: how the new session's JVM compiles, whether it starts from a class archive."""
+    log.info("local Spark session: %s", jit_options.describe(conf))
     options = conf.get(class_archive.JAVA_OPTIONS, "")
     if "-XX:SharedArchiveFile=" in options:
         log.info("local Spark session: JVM class archive %s", options.split("=", 1)[1].split()[0])
@@ -132,7 +137,7 @@ def default_session(master: str = "local[*]", extra_conf: dict[str, str] | None 
     require_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session listens on loopback only
     log_small_batch_conf(extra_conf)
-    log_class_archive(conf)
+    log_java_options(conf)
     builder = SparkSession.builder.master(master).appName("deltamerge")
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_deltamerge.spark import class_archive
+from airflow_provider_deltamerge.spark import class_archive, jit_options
 from airflow_provider_deltamerge.spark.session import local_session_conf
 
 OPTIONS = class_archive.JAVA_OPTIONS
+DEFERRED = " ".join(jit_options.LATE_C2)  # spark/jit_options.py: after the caller's options
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def test_a_session_starts_from_the_archive_made_for_its_java_and_jars(folder):
     path.write_bytes(b"archive")
     options = class_archive.session_java_options({})[OPTIONS]
     assert options.startswith(f"-XX:SharedArchiveFile={path} ")
-    assert local_session_conf()[OPTIONS] == options
+    assert local_session_conf()[OPTIONS] == f"{options} {DEFERRED}"
 
 
 def test_jars_added_by_the_conf_name_another_archive(folder):
@@ -36,7 +37,7 @@ def test_the_callers_java_options_are_kept_after_the_archive_and_their_own_shari
     assert class_archive.session_java_options(theirs)[OPTIONS].endswith(" -Xss4m")
     for own in ("-Xshare:off", "-XX:SharedArchiveFile=/x.jsa", "-XX:ArchiveClassesAtExit=/y.jsa"):
         assert class_archive.session_java_options({OPTIONS: own}) == {}
-        assert local_session_conf({OPTIONS: own})[OPTIONS] == own
+        assert local_session_conf({OPTIONS: own})[OPTIONS] == f"{own} {DEFERRED}"
 
 
 def test_java_options_set_in_spark_defaults_are_not_replaced(folder, tmp_path_factory, monkeypatch):
@@ -51,4 +52,4 @@ def test_off_turns_it_off(monkeypatch):
     monkeypatch.setenv(class_archive.ENV, "off")
     assert class_archive.archive_path({}) is None
     assert class_archive.session_java_options({}) == {}
-    assert OPTIONS not in local_session_conf()
+    assert "SharedArchiveFile" not in local_session_conf()[OPTIONS]

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.spark import jit_options
 from airflow_provider_deltamerge.spark.session import (
     LOCAL_SESSION_CONF,
     SMALL_BATCH_CONF,
@@ -24,6 +25,7 @@ from airflow_provider_deltamerge.spec.delta_jars import (
 )
 
 DELTA_SQL = {"spark.sql.extensions": DELTA_EXTENSION, "spark.sql.catalog.spark_catalog": DELTA_CATALOG}
+LATE_C2 = jit_options.session_java_options({})  # what a new local session's JVM adds
 COORDINATE = "io.delta:delta-spark_2.13:4.0.0"
 
 
@@ -40,7 +42,7 @@ def jars(tmp_path):
 
 def test_no_jars_means_no_delta_configuration():
     assert parse_delta_jars(None) is None
-    assert local_session_conf() == {**LOCAL_SESSION_CONF, **SMALL_BATCH_CONF, **python_conf()}
+    assert local_session_conf() == {**LOCAL_SESSION_CONF, **SMALL_BATCH_CONF, **python_conf(), **LATE_C2}
 
 
 def test_local_jars_go_to_spark_jars_with_the_delta_extension_and_catalog(jars):
@@ -164,6 +166,7 @@ def test_the_local_session_keeps_our_conf_and_the_callers_and_adds_delta(jars):
         "spark.sql.extensions": f"com.example.Ext,{DELTA_EXTENSION}",
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
         "spark.jars": ",".join(jars),
+        **LATE_C2,
     }
 
 
