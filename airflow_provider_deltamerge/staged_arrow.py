@@ -16,6 +16,9 @@ Used when all of these hold, else staging materialises in Spark as before:
   table), not rows Spark derives from them and the target (delete-insert, scd2);
 - the batch makes no child tables and the table has none.
 
+Being small, the collection runs without whole-stage code generation (spark/codegen.py), which a fresh
+JVM compiles slowly, unless the session sets it.
+
 The batch is held whole: a batch beyond the driver's budget is refused while it arrives
 (BatchTooLargeError). A retry that finds the table's schema changed, or a plan that needs Spark after
 all, takes the batch back into Spark from the Arrow table, never from the source again.
@@ -34,6 +37,7 @@ from .delta import unique_keys
 from .delta.arrow_stream import collected
 from .nested_load import plan_without_child_tables
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
+from .spark.codegen import without_whole_stage
 from .spark.extract import arrow_to_spark
 from .spark.nested import root_rows
 from .spark.profile import estimated_bytes, observes_in_pass
@@ -74,7 +78,8 @@ def staging_collection(
     def collect(staged_df) -> pa.Table:
         rows = root_rows(staged_df, nested)
         aligned = align_to_table(rows, schema, request.table, keep=(HARD_DELETE_FLAG,))
-        return collected(spark, request.table_path, aligned)
+        with without_whole_stage(spark, f"staging's collection of the batch for {request.table_path}"):
+            return collected(spark, request.table_path, aligned)
 
     return collect
 

@@ -127,3 +127,36 @@ def test_the_local_session_runs_with_the_small_batch_settings_nobody_else_set(sp
     # the session's own setting stands (the test fixture's 2, or 4 where an earlier test started the
     # session without one); never Spark's default of 200 tasks for a few rows
     assert conf.get("spark.sql.shuffle.partitions") in ("2", "4")
+
+
+def test_the_local_sessions_jvm_defers_c2(spark):
+    """The suite's session is a local session like a task's: its driver JVM runs with C2 deferred
+    (spark/jit_options.py)."""
+    from airflow_provider_deltamerge.spark import jit_options
+
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert set(jit_options.LATE_C2) <= set(runtime.getInputArguments())
+
+
+def test_a_collected_batch_is_planned_without_whole_stage_codegen_unless_the_session_sets_it(
+    spark, dataset, tmp_path, caplog
+):
+    """Staging's collection of a small batch runs interpreted (spark/codegen.py), and the session's
+    setting is removed after it; a setting the session made stands, either way."""
+    from airflow_provider_deltamerge.spark.codegen import WHOLE_STAGE
+
+    landing = str(tmp_path / "landing")
+    spark.range(300).selectExpr("id", "concat('v', id) AS v").write.parquet(landing)
+    with caplog.at_level("INFO", logger="airflow_provider_deltamerge.spark.codegen"):
+        info, interpreted = load(spark, dataset, spark.read.parquet(landing).where("id % 7 > 0"))
+    assert info.metrics["rows_staged"] == 257 and interpreted.sql_executions == 1
+    assert "codegen id" not in interpreted.plans[0], interpreted.plans[0]
+    assert spark.conf.get(WHOLE_STAGE, None) is None
+    assert "planned without whole-stage code generation" in caplog.text
+    spark.conf.set(WHOLE_STAGE, "true")
+    try:
+        info, compiled = load(spark, dataset, spark.read.parquet(landing))
+        assert spark.conf.get(WHOLE_STAGE) == "true"
+    finally:
+        spark.conf.unset(WHOLE_STAGE)
+    assert info.metrics["numTargetRowsInserted"] == 43 and "codegen id" in compiled.plans[0]
