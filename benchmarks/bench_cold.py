@@ -98,10 +98,13 @@ class ColdRuns:
     ) -> dict:
         """The upsert of `size` by each side, interleaved, `repeat` times, each on a fresh copy of one
         target (built by run_load's first load in a fresh process, the side `initial`, itself timed;
-        `setup`: what else that process writes, untimed)."""
+        `setup`: what else that process writes, untimed). The Connect side's server is warmed first by
+        one untimed client's load: P2 names a warm server, which a deployment's is after its first task."""
         setup = setup or {}
         built = self.timed(initial, Size(size.target_rows, 0, size.kind), None, keep=True, **setup)
         base = Path(built.pop("path"))
+        if "connect" in sides:
+            built["connect_warmup"] = self.timed("connect", size, base, **extra)
         runs: dict[str, list[dict]] = {side: [] for side in sides}
         for _ in range(self.repeat):
             for side in sides:

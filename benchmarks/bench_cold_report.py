@@ -150,4 +150,9 @@ def render(report: dict) -> str:
                 f"{'':<17} (its target built by run_load in a fresh process: {base['seconds']:.2f} s, "
                 f"{base.get('jobs')} jobs)"
             )
+        if base and base.get("connect_warmup"):
+            lines.append(
+                f"{'':<17} (the Connect server warmed by one untimed client's load: "
+                f"{base['connect_warmup']['seconds']:.2f} s)"
+            )
     return "\n".join(lines + checks_table("cold target check", report["ratios"]))
