@@ -27,8 +27,13 @@ def test_a_new_local_session_defers_c2_after_the_callers_own_options():
 
 @pytest.mark.parametrize(
     "theirs",
-    ["-XX:TieredStopAtLevel=1", "-XX:-TieredCompilation", "-XX:Tier4InvocationThreshold=5000", "-Xint",
-     "-XX:CompileThresholdScaling=0.5"],
+    [
+        "-XX:TieredStopAtLevel=1",
+        "-XX:-TieredCompilation",
+        "-XX:Tier4InvocationThreshold=5000",
+        "-Xint",
+        "-XX:CompileThresholdScaling=0.5",
+    ],
 )
 def test_a_compilation_policy_of_the_callers_stands(theirs):
     assert local_session_conf({OPTIONS: theirs})[OPTIONS] == theirs
@@ -55,4 +60,3 @@ def test_the_task_log_says_how_the_jvm_compiles(caplog):
     assert "C2 compiles deferred" in said[0]
     assert "kept as set" in said[1] and "spark.driver.extraJavaOptions" in said[1]
     assert "Java's default compilation" in said[2]
-
