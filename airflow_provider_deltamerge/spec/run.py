@@ -110,16 +110,18 @@ def app_id(pipeline_name: str, table_name: str, run: RunContext, load_id: str | 
 
 
 _clock_lock = threading.Lock()
-_last_load_id = 0.0
+_last_micros = 0  # the newest load id made in this process, in microseconds
 
 
 def new_load_id(after: str | None = None) -> str:
-    """dlt's load id: epoch seconds with microseconds, strictly increasing here and after `after`."""
-    global _last_load_id
+    """dlt's load id: epoch seconds with microseconds, strictly increasing here and after `after`.
+    Counted in whole microseconds: a float one microsecond above the last can print as the same id."""
+    global _last_micros
     with _clock_lock:
-        floor = max(_last_load_id, float(after) if after else 0.0) + 1e-6
-        _last_load_id = max(time.time(), floor)
-        return f"{_last_load_id:.6f}"
+        floor = max(_last_micros, txn_version(after) if after else 0) + 1
+        _last_micros = max(time.time_ns() // 1000, floor)
+        seconds, micros = divmod(_last_micros, 1_000_000)
+        return f"{seconds}.{micros:06d}"
 
 
 def txn_version(load_id: str) -> int:
