@@ -23,7 +23,7 @@ from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
 from ..plan.pruning import read_scope, rewrites_files
 from ..spec.storage import store_of
-from . import read_check, rs_history, unique_keys
+from . import checkpoints, read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .writer import (
     USER_METADATA,
@@ -201,6 +201,7 @@ class DeltaRsWriter:
         if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
             self._empty_commit(snapshot.table, properties)
         landed = rs_history.landed_commit(snapshot.table, snapshot.version, request.load_id)
+        checkpoints.after_commits(snapshot.table, snapshot.version)
         return CommitResult(int(landed["version"]), metrics)
 
     def _write(
@@ -240,6 +241,7 @@ class DeltaRsWriter:
         )
         read_version = snapshot.version if snapshot is not None else -1
         landed = rs_history.landed_commit(table, read_version, request.load_id)
+        checkpoints.after_commits(table, read_version)
         return CommitResult(int(landed["version"]), write_commit_metrics(landed, rows_deleted=rows_deleted))
 
     def _current(self, snapshot: DeltaRsSnapshot, plan: MergePlan) -> DeltaRsSnapshot:

@@ -29,6 +29,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 
 from ..errors import ConflictError, StoreError
 from ..spec.naming import LOAD_ID, table_path
+from . import checkpoints
 from .delta_rs import DeltaRsWriter
 from .locking import creation_lock, local_path
 from .read_check import PINNED
@@ -330,6 +331,7 @@ def _write_row(
     for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
             table = _open_or_create(path, data, properties, storage_options)
+            read_version = table.version() if table is not None else -1
             if table is not None:
                 if not replace and _holds_row(table, key, load_id):
                     return
@@ -343,6 +345,7 @@ def _write_row(
             written = DeltaTable(path, storage_options=storage_options)
             if _written(written, load_id):
                 _compact_if_fragmented(written)
+                checkpoints.after_commits(written, read_version)
                 return
             log.warning("a row written to %s was lost to a concurrent writer; writing it again", path)
         except CommitFailedError:

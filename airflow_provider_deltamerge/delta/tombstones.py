@@ -23,6 +23,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from ..errors import ConflictError
 from ..plan.expressions import SOURCE, TARGET, Cmp, Col, Lit, Or, all_of, eq, render
 from ..spec.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
+from . import checkpoints
 from .delta_rs import DataFusionDialect
 from .locking import creation_lock
 
@@ -108,13 +109,10 @@ def write_tombstones(
                 if _absent(read.path, storage_options):
                     write_deltalake(read.path, rows, mode="append", storage_options=storage_options)
                     return
-        _merge(
-            DeltaTable(read.path, storage_options=storage_options),
-            rows,
-            keys or deletes.column_names,
-            load_id,
-            cutoff,
-        )
+        table = DeltaTable(read.path, storage_options=storage_options)
+        read_version = table.version()
+        _merge(table, rows, keys or deletes.column_names, load_id, cutoff)
+        checkpoints.after_commits(table, read_version)
     except CommitFailedError as exc:
         raise ConflictError(
             f"another load changed the tombstones in {read.path} while this load wrote its own; nothing of "

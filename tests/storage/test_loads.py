@@ -165,3 +165,24 @@ def test_the_session_gets_the_same_credentials_as_hadoop_settings(spark, azure_d
     key = "fs.azure.account.key.devstoreaccount1.dfs.core.windows.net"
     assert hadoop.get(key) == options["azure_storage_account_key"]
     assert key in caplog.text and options["azure_storage_account_key"] not in caplog.text
+
+
+def test_a_table_in_the_store_is_checkpointed_every_ten_commits(lake, caplog):
+    """delta/checkpoints.py on an object store: the checkpoint is written there, and the table reads."""
+    import logging
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from airflow_provider_deltamerge.delta import checkpoints
+
+    dataset, options = lake
+    path = f"{dataset}/counted"
+    for n in range(11):
+        write_deltalake(path, pa.table({"id": [n]}), mode="append", storage_options=options)
+    table = DeltaTable(path, storage_options=options)
+    with caplog.at_level(logging.INFO, logger=checkpoints.__name__):
+        checkpoints.after_commits(table, 9)
+    assert "at version 10" in caplog.text and "no checkpoint" not in caplog.text
+    read = DeltaTable(path, storage_options=options).to_pyarrow_table()
+    assert sorted(read.column("id").to_pylist()) == list(range(11))
