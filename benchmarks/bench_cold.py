@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 from bench_sides import verify
@@ -94,25 +93,32 @@ class ColdRuns:
         return result
 
     def upsert_case(
-        self, name: str, size: Size, sides: tuple[str, ...], setup=None, initial="initial", **extra
+        self, name: str, size: Size, sides: tuple[str, ...], setup=None, initial="initial"
     ) -> dict:
         """The upsert of `size` by each side, interleaved, `repeat` times, each on a fresh copy of one
         target (built by run_load's first load in a fresh process, the side `initial`, itself timed;
-        `setup`: what else that process writes, untimed). The Connect side's server is warmed first by
-        one untimed client's load: P2 names a warm server, which a deployment's is after its first task."""
+        `setup`: what else that process writes, untimed)."""
         setup = setup or {}
         built = self.timed(initial, Size(size.target_rows, 0, size.kind), None, keep=True, **setup)
         base = Path(built.pop("path"))
-        if "connect" in sides:
-            built["connect_warmup"] = self.timed("connect", size, base, **extra)
         runs: dict[str, list[dict]] = {side: [] for side in sides}
         for _ in range(self.repeat):
             for side in sides:
                 if side == "dlt":
                     runs[side].append(self._dlt_upsert(size))
                 else:
-                    runs[side].append(self.timed(side, size, base, **(extra if side == "connect" else {})))
+                    runs[side].append(self.timed(side, size, base))
         return {"case": name, "size": size.label, "base": built, "base_path": str(base), "sides": runs}
+
+    def connect_side(self, case: dict, size: Size, remote: str) -> None:
+        """The case's upsert from fresh client processes through the Connect server at `remote`, on
+        copies of the case's target, added to the case: the server warmed first by one untimed client's
+        load (P2 names a warm server, which a deployment's is after its first task). Run apart from the
+        fresh-process sides, which an idle server's JVM would otherwise share the machine with."""
+        base = Path(case["base_path"])
+        case["base"]["connect_warmup"] = self.timed("connect", size, base, remote=remote)
+        runs = [self.timed("connect", size, base, remote=remote) for _ in range(self.repeat)]
+        case["sides"]["connect"] = runs
 
     def _dlt_upsert(self, size: Size) -> dict:
         work = self.fresh("dlt").parent
@@ -169,11 +175,10 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
     cases = [cold.upsert_case("P1 upsert", p1, ("run_load", *no_archive, "floor", *dlt), setup)]
     cases.append(cold.initial_case(p1, cases[0]["base"], cases[0]["sides"].get("dlt", [])))
     cases.append(cold.task_case(p1, Path(cases[0]["base_path"]), parquet, cases[0]["sides"]["floor"]))
-    connect = _connect_server(work) if args.connect else nullcontext(None)
-    with connect as port:
-        sides = ("run_load", *(("connect",) if port else ()), *dlt)
-        remote = f"sc://127.0.0.1:{port}" if port else None
-        cases.append(cold.upsert_case("P2 upsert", p2, sides, remote=remote))
+    cases.append(cold.upsert_case("P2 upsert", p2, ("run_load", *dlt)))
+    if args.connect:
+        with _connect_server(work) as port:
+            cold.connect_side(cases[-1], p2, f"sc://127.0.0.1:{port}")
     cases.append(cold.upsert_case("CDC events", p1, ("cdc", "cdc_upsert"), initial="initial_cdc"))
     cases.append(cold.small_loads_case(args.small_loads))
     for case in cases:
