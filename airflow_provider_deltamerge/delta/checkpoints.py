@@ -27,9 +27,9 @@ TABLE_SETTING = "delta.checkpointInterval"
 
 def after_commits(table: DeltaTable, read_version: int) -> None:
     """A checkpoint of `table` where the commits after `read_version` (-1: it was created) reached a
-    multiple of INTERVAL. `table` is brought up to date first."""
+    multiple of INTERVAL. `table` is as its caller's last commit left it: every caller's commit, or its
+    check that the commit landed, brings it up to date already, so no further read of the log is made."""
     try:
-        table.update_incremental()
         version = table.version()
         if version // INTERVAL <= max(read_version, 0) // INTERVAL:
             return

@@ -29,16 +29,15 @@ def appended(path: str, n: int, **kwargs) -> None:
 def test_commits_passing_a_multiple_of_ten_leave_a_checkpoint_of_the_table(tmp_path):
     path = str(tmp_path / "t")
     appended(path, 0)
-    table = DeltaTable(path)
-    for n in range(1, 11):  # one commit at a time
+    for n in range(1, 11):  # one commit at a time; the table as the commit left it
         appended(path, n)
-        checkpoints.after_commits(table, n - 1)
+        checkpoints.after_commits(DeltaTable(path), n - 1)
         assert checkpointed_versions(path) == ([10] if n == 10 else [])
     for n in range(11, 23):  # several commits, then one call (a load that wrote its table twice)
         appended(path, n)
-    checkpoints.after_commits(table, 19)
+    checkpoints.after_commits(DeltaTable(path), 19)
     assert checkpointed_versions(path) == [10, 22]
-    checkpoints.after_commits(table, 22)  # nothing new passed
+    checkpoints.after_commits(DeltaTable(path), 22)  # nothing new passed
     assert checkpointed_versions(path) == [10, 22]
     assert sorted(DeltaTable(path).to_pyarrow_table().column("id").to_pylist()) == list(range(23))
 
@@ -46,11 +45,9 @@ def test_commits_passing_a_multiple_of_ten_leave_a_checkpoint_of_the_table(tmp_p
 def test_a_table_that_sets_its_own_interval_is_left_to_delta_rs(tmp_path):
     path = str(tmp_path / "t")
     appended(path, 0, configuration={"delta.checkpointInterval": "100"})
-    table = DeltaTable(path)
     for n in range(1, 12):
-        read_version = table.version()
         appended(path, n)
-        checkpoints.after_commits(table, read_version)
+        checkpoints.after_commits(DeltaTable(path), n - 1)
     assert checkpointed_versions(path) == []
 
 
