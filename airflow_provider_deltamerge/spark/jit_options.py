@@ -5,7 +5,7 @@ C2, whose compiles cost the most CPU. A local session's executors are threads of
 a small Airflow worker the C2 compiler threads take the cores of the first jobs a fresh task runs, which
 are short. With C2 deferred, those jobs run on C1's code; a long job still reaches C2 within its first
 seconds. Measured in fresh processes on 2 cores (benchmarks/, the cold regime): a session started and
-ran its first upsert of 40k rows into a 2M-row table about 0.8 s sooner, and a 5M-row collection took
+ran its first upsert of 40k rows into a 2M-row table about 0.7 s sooner, and a 5M-row collection took
 no longer. (C1 alone, `-XX:TieredStopAtLevel=1`, starts sooner still but made that collection 1.6x
 slower: not a default.)
 
@@ -16,7 +16,8 @@ compilation policy of their own (any option in CALLERS_OWN): to keep Java's defa
 
 from __future__ import annotations
 
-JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+from .class_archive import JAVA_OPTIONS
+
 # Java 17's defaults (5000, 600, 15000, 40000), each ten times.
 LATE_C2 = (
     "-XX:Tier4InvocationThreshold=50000",
