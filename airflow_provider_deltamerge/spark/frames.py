@@ -151,8 +151,9 @@ def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, .
 
     A `_dlt_id` already in the data is kept, as dlt does (and checked: `check_row_ids`).
     """
+    kept_row_id = ROW_ID in df.columns  # asked before any column is added (Connect: its schema is known)
     df = df.withColumn(LOAD_ID, F.lit(load_id))
-    if ROW_ID in df.columns:
+    if kept_row_id:
         return df
     if primary_key_id:
         key_json = F.to_json(F.struct(*(F.col(c) for c in primary_key_id)))

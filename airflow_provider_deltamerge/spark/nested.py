@@ -41,7 +41,7 @@ def column_shapes(df: DataFrame) -> tuple[tuple[str, Shape], ...]:
 
 def root_rows(staged: DataFrame, plan: NestedPlan) -> DataFrame:
     """The root table's rows: the arrays that became child tables dropped, the ones kept as JSON as text."""
-    df = staged.drop(*plan.child_columns)
+    df = staged.drop(*plan.child_columns) if plan.child_columns else staged  # Connect: no schema asked anew
     for name in plan.json_columns:
         df = df.withColumn(name, F.to_json(F.col(f"`{name}`")))
     return df

@@ -109,12 +109,12 @@ def stage_batch(
     aggregates += nulls if one_observation else []
     arrow = None
     if collect is not None and one_observation:  # every count is in the collected rows: none observed
-        staged = staged.drop(cdc.TIES)
+        staged = _without_ties(staged, ties_in_pass)
         arrow = collect(staged)
         after = _arrow_profile(arrow, staged, key_columns, ranged, partition_folders, aggregates)
     elif profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
-        staged = staged.drop(cdc.TIES)
+        staged = _without_ties(staged, ties_in_pass)
         if collect is not None:
             arrow = collect(staged)
         else:
@@ -257,6 +257,12 @@ def _prepared(
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
     return frames.add_system_columns(df, load_id, _row_id_key(disposition, hints)).drop(frames.INPUT_ORDER)
+
+
+def _without_ties(staged: DataFrame, ties_in_pass: bool) -> DataFrame:
+    """The staged batch without its tie counts, where it carries them. Where it does not, the same
+    DataFrame: on Spark Connect a new one would ask the server for its schema again."""
+    return staged.drop(cdc.TIES) if ties_in_pass else staged
 
 
 def _row_id_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ...]:

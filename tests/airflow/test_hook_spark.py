@@ -42,8 +42,8 @@ CREDENTIALS = {
 SUBMIT_CONF = {"spark.ui.enabled": "false", **CREDENTIALS}
 
 
-def landing(folder: Path) -> str:
-    """A parquet file of six orders, two per day from 2024-01-01."""
+def landing(folder: Path, first_id: int = 1, last_id: int = 6) -> str:
+    """A parquet file of orders (by default six), two per day from 2024-01-01."""
     rows = [
         {
             "order_id": n,
@@ -51,7 +51,7 @@ def landing(folder: Path) -> str:
             "amount": 10.0 * n,
             "updated_at": datetime(2024, 1, 1 + (n - 1) // 2, 12, tzinfo=timezone.utc),
         }
-        for n in range(1, 7)
+        for n in range(first_id, last_id + 1)
     ]
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / "orders.parquet")
@@ -174,25 +174,43 @@ def test_spark_submit_to_a_standalone_cluster(tmp_path, monkeypatch, submit_env,
     assert_loaded(request, metrics, [1, 2, 3, 4, 5, 6])
 
 
-CONNECT_LOAD = """
-import sys
+CONNECT_LOADS = """
+import collections, json, sys
+from pyspark.sql.connect.client import core
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
-from airflow_provider_deltamerge.hooks import deltamerge as hook_module
 from airflow_provider_deltamerge.spec.request import LoadRequest
-DeltaMergeHook("spark_remote").run(LoadRequest.from_json(sys.stdin.read()))
+first, then = (LoadRequest.from_json(r) for r in json.loads(sys.stdin.read()))
+DeltaMergeHook("spark_remote").run(first)
+asked = collections.Counter()  # the plans the second load asks the server to analyse, by what it asks
+analyze = core.SparkConnectClient._analyze
+def counted(client, method, **kwargs):
+    asked[method] += 1
+    return analyze(client, method, **kwargs)
+core.SparkConnectClient._analyze = counted
+DeltaMergeHook("spark_remote").run(then)
+print("analysed: " + json.dumps(asked))
 """
 
 
 def test_spark_connect_session_with_a_token(tmp_path, submit_env):
-    """In a fresh process, as an Airflow task runs: pyspark's Connect mode is process-wide."""
+    """In a fresh process, as an Airflow task runs: pyspark's Connect mode is process-wide. A first load
+    creates the table; an upsert into it then asks the server to analyse four plans, each a round trip:
+    the source's schema, that schema with the input order, Spark's size estimate and the staged batch's
+    schema (eight before: a DataFrame is now derived only where it changes the columns)."""
     token = "connect-token-0123456789"
     request = request_for(tmp_path)
+    changes = landing(tmp_path / "changes", first_id=5, last_id=7)
+    upsert = request_for(
+        tmp_path,
+        source={"format": "parquet", "path": changes},
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+    )
     with connect_server(tmp_path / "connect", token=token) as port:
         connection = {"conn_type": "spark_connect", "host": "localhost", "port": port, "password": token}
         env = {**os.environ, "AIRFLOW_CONN_SPARK_REMOTE": json.dumps(connection)}
         job = subprocess.run(
-            [sys.executable, "-c", CONNECT_LOAD],
-            input=request.to_json(),
+            [sys.executable, "-c", CONNECT_LOADS],
+            input=json.dumps([request.to_json(), upsert.to_json()]),
             env=env,
             capture_output=True,
             text=True,
@@ -200,8 +218,15 @@ def test_spark_connect_session_with_a_token(tmp_path, submit_env):
         )
     output = job.stdout + job.stderr
     assert job.returncode == 0, output[-3000:]
-    [load] = read_loads(request.dataset)
-    assert_loaded(request, load["metrics"], [1, 2, 3, 4, 5, 6])
+    first, then = sorted(read_loads(request.dataset), key=lambda load: load["load_id"])
+    assert first["metrics"]["numTargetRowsInserted"] == 6 and first["metrics"]["table"] == "orders"
+    rows = DeltaTable(f"{request.dataset}/orders").to_pyarrow_table().to_pylist()
+    assert sorted(r["order_id"] for r in rows) == [1, 2, 3, 4, 5, 6, 7]
+    assert then["metrics"]["numTargetRowsUpdated"] == 2 and then["metrics"]["numTargetRowsInserted"] == 1
+    [analysed] = [
+        json.loads(line.split(": ", 1)[1]) for line in output.splitlines() if line.startswith("analysed: ")
+    ]
+    assert analysed == {"schema": 3, "explain": 1}, analysed
     assert f"Spark Connect server localhost:{port}" in output
     assert token not in output
 
