@@ -38,6 +38,7 @@ from workload import Size  # noqa: E402
 
 from airflow_provider_deltamerge import run_load  # noqa: E402
 from airflow_provider_deltamerge.delta.arrow_stream import arrow_schema, record_batches  # noqa: E402
+from airflow_provider_deltamerge.delta.delta_rs import TARGET_FILE_BYTES  # noqa: E402
 
 IMPORTED = time.perf_counter()
 CDC_SIDES = ("initial_cdc", "cdc", "cdc_upsert")
@@ -83,7 +84,7 @@ def load(side: str, spark, job: dict, size: Size, result: dict) -> dict:
         started = time.perf_counter()
         data.sort_by([("id", "ascending")])
         result["sort_seconds"] = time.perf_counter() - started
-        write_deltalake(path, data, target_file_size=16 * 2**20)
+        write_deltalake(path, data, target_file_size=TARGET_FILE_BYTES)  # run_load's files
         return {}
     raise ValueError(f"unknown side {side!r}")
 

@@ -38,7 +38,7 @@ from .writer import (
 
 log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
-TARGET_FILE_BYTES = 16 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
+TARGET_FILE_BYTES = 8 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
 
 
 class DataFusionDialect:
