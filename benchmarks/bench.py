@@ -82,6 +82,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--no-connect", dest="connect", action="store_false", help="skip the Spark Connect side"
     )
     parser.add_argument(
+        "--connect-warmups",
+        type=int,
+        default=bench_cold.CONNECT_WARMUPS,
+        help="untimed client loads that warm the Connect server before the timed ones",
+    )
+    parser.add_argument(
         "--no-jvm-archive",
         dest="jvm_archive",
         action="store_false",

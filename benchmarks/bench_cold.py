@@ -36,6 +36,9 @@ HERE = Path(__file__).parent
 P1, P2, SMALL_LOADS, SMALL_TARGET = "1000000:100000:uniform", "2000000:40000:clustered", 300, 1000
 
 
+CONNECT_WARMUPS = 3  # untimed client loads before the timed ones: the server's later loads take about as long
+
+
 class ColdRuns:
     def __init__(self, work: Path, dlt_python: str | None, driver_memory: str, repeat: int, conf=None):
         self.work, self.dlt_python, self.repeat = work / "cold", dlt_python, repeat
@@ -110,13 +113,16 @@ class ColdRuns:
                     runs[side].append(self.timed(side, size, base))
         return {"case": name, "size": size.label, "base": built, "base_path": str(base), "sides": runs}
 
-    def connect_side(self, case: dict, size: Size, remote: str) -> None:
+    def connect_side(self, case: dict, size: Size, remote: str, warmups: int = CONNECT_WARMUPS) -> None:
         """The case's upsert from fresh client processes through the Connect server at `remote`, on
-        copies of the case's target, added to the case: the server warmed first by one untimed client's
-        load (P2 names a warm server, which a deployment's is after its first task). Run apart from the
+        copies of the case's target, added to the case: the server warmed first by `warmups` untimed
+        clients' loads (P2 names a warm server, as a deployment's is once it has served a few tasks: on
+        a 2-core machine its second load still took half again its later ones). Run apart from the
         fresh-process sides, which an idle server's JVM would otherwise share the machine with."""
         base = Path(case["base_path"])
-        case["base"]["connect_warmup"] = self.timed("connect", size, base, remote=remote)
+        case["base"]["connect_warmup"] = [
+            self.timed("connect", size, base, remote=remote) for _ in range(warmups)
+        ]
         runs = [self.timed("connect", size, base, remote=remote) for _ in range(self.repeat)]
         case["sides"]["connect"] = runs
 
@@ -178,7 +184,7 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
     cases.append(cold.upsert_case("P2 upsert", p2, ("run_load", *dlt)))
     if args.connect:
         with _connect_server(work) as port:
-            cold.connect_side(cases[-1], p2, f"sc://127.0.0.1:{port}")
+            cold.connect_side(cases[-1], p2, f"sc://127.0.0.1:{port}", args.connect_warmups)
     cases.append(cold.upsert_case("CDC events", p1, ("cdc", "cdc_upsert"), initial="initial_cdc"))
     cases.append(cold.small_loads_case(args.small_loads))
     for case in cases:

@@ -151,8 +151,9 @@ def render(report: dict) -> str:
                 f"{base.get('jobs')} jobs)"
             )
         if base and base.get("connect_warmup"):
+            seconds = ", ".join(f"{run['seconds']:.2f}" for run in base["connect_warmup"])
             lines.append(
-                f"{'':<17} (the Connect server warmed by one untimed client's load: "
-                f"{base['connect_warmup']['seconds']:.2f} s)"
+                f"{'':<17} (the Connect server warmed by {len(base['connect_warmup'])} untimed client "
+                f"loads: {seconds} s)"
             )
     return "\n".join(lines + checks_table("cold target check", report["ratios"]))

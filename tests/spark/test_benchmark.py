@@ -52,7 +52,7 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
 ):
     out = tmp_path / "cold.json"
     sizes = ["--p1", "3000:300:uniform", "--p2", "6000:120:clustered", "--small-loads", "4"]
-    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--out", str(out)])
+    imported_bench().main(["--cold", *sizes, "--repeat", "1", "--connect-warmups", "2", "--out", str(out)])
 
     report = json.loads(out.read_text())
     assert "sizes" not in report  # --cold: no warm run
@@ -84,7 +84,8 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     # each fresh process counts its load's Spark work; a small load runs the floor's one job
     assert cases["P1 upsert"]["sides"]["run_load"][0]["jobs"] == 1
     assert cases["P2 upsert"]["sides"]["connect"][0]["jobs"] is None  # counted in the server, not here
-    assert cases["P2 upsert"]["base"]["connect_warmup"]["verified"] is True  # untimed, before the timed runs
+    warmups = cases["P2 upsert"]["base"]["connect_warmup"]  # untimed, before the timed runs
+    assert [run["verified"] for run in warmups] == [True, True]
     assert len(cases["P8 small loads"]["sides"]["run_load"][0]["loads"]) == 4
     names = [c["name"].split()[0] for c in report["cold"]["ratios"]]
     assert names == ["P1", "P2", "P2", "P7", "CDC", "P8", "task"]
@@ -92,4 +93,4 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
     assert "JVM class archive (deltamerge jvm-archive): the one in place" in printed
     assert "P1 cold run_load / embedded floor" in printed
-    assert "the Connect server warmed by one untimed client's load" in printed
+    assert "the Connect server warmed by 2 untimed client loads: " in printed
