@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .delta import unique_keys
 from .errors import DuplicateKeyError
@@ -59,8 +58,7 @@ def _without_held_duplicates(spark, writer, table, keys: list[str], source):
     """`source` (Arrow or a DataFrame) without the rows of keys it has more than once that the table
     holds: the merge would insert none of them."""
     if isinstance(source, pa.Table):
-        counts = source.select(keys).group_by(keys).aggregate([([], "count_all")])
-        duplicated = counts.filter(pc.greater(counts["count_all"], 1)).select(keys)
+        duplicated = unique_keys.duplicated_keys(source, keys)
         duplicated_df = arrow_to_spark(spark, duplicated) if duplicated.num_rows else None
     else:
         duplicated_df = source.groupBy(*keys).count().filter("`count` > 1").select(*keys)

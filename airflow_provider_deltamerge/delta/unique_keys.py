@@ -23,12 +23,17 @@ def check_arrow_key(data: pa.Table, key: tuple[str, ...], strategy: str) -> None
     keys = list(key)
     if not keys or data.num_rows == 0 or _distinct_single_key(data, keys):
         return
-    counts = data.select(keys).group_by(keys).aggregate([([], "count_all")])
-    duplicated = counts.filter(pc.greater(counts["count_all"], 1))
+    duplicated = duplicated_keys(data, keys)
     if duplicated.num_rows:
-        rows = duplicated.slice(0, EXAMPLES).select(keys).to_pylist()
+        rows = duplicated.slice(0, EXAMPLES).to_pylist()
         examples = sorted((tuple(r[c] for c in keys) for r in rows), key=repr)
         raise DuplicateKeyError(tuple(key), strategy, examples, duplicated.num_rows)
+
+
+def duplicated_keys(data: pa.Table, keys: list[str]) -> pa.Table:
+    """The values of `keys` that occur in more than one row of `data`, once each (the key columns only)."""
+    counts = data.select(keys).group_by(keys).aggregate([([], "count_all")])
+    return counts.filter(pc.greater(counts["count_all"], 1)).select(keys)
 
 
 def _distinct_single_key(data: pa.Table, keys: list[str]) -> bool:
