@@ -113,7 +113,7 @@ class ColdRuns:
                     runs[side].append(self.timed(side, size, base))
         return {"case": name, "size": size.label, "base": built, "base_path": str(base), "sides": runs}
 
-    def connect_side(self, case: dict, size: Size, remote: str, warmups: int = CONNECT_WARMUPS) -> None:
+    def connect_side(self, case: dict, size: Size, remote: str, warmups: int) -> None:
         """The case's upsert from fresh client processes through the Connect server at `remote`, on
         copies of the case's target, added to the case: the server warmed first by `warmups` untimed
         clients' loads (P2 names a warm server, as a deployment's is once it has served a few tasks: on
