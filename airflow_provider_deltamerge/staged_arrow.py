@@ -16,8 +16,9 @@ Used when all of these hold, else staging materialises in Spark as before:
   table), not rows Spark derives from them and the target (delete-insert, scd2);
 - the batch makes no child tables and the table has none.
 
-Being small, the collection runs without whole-stage code generation (spark/codegen.py), which a fresh
-JVM compiles slowly, unless the session sets it.
+Being small, the collection runs without whole-stage code generation, and a very small one with its
+expressions interpreted (spark/codegen.py): a fresh JVM compiles slowly, and a Spark Connect server
+compiles again for each client session. A session that sets either setting keeps its own.
 
 The batch is held whole: a batch beyond the driver's budget is refused while it arrives
 (BatchTooLargeError). A retry that finds the table's schema changed, or a plan that needs Spark after
@@ -37,7 +38,7 @@ from .delta import unique_keys
 from .delta.arrow_stream import collected
 from .nested_load import plan_without_child_tables
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
-from .spark.codegen import without_whole_stage
+from .spark.codegen import small_batch_codegen
 from .spark.extract import arrow_to_spark
 from .spark.nested import root_rows
 from .spark.profile import estimated_bytes, observes_in_pass
@@ -71,14 +72,16 @@ def staging_collection(
         replace_where=replace_where,
     )
     nested = plan_without_child_tables(request, batch, child_tables) if _takes_staged_rows(plan) else None
-    if nested is None or not _small_by_estimate(batch, request.table_path):
+    estimate = _small_estimate(batch, request.table_path) if nested is not None else None
+    if estimate is None:
         return None
     schema = table.schema if table is not None else None
 
     def collect(staged_df) -> pa.Table:
         rows = root_rows(staged_df, nested)
         aligned = align_to_table(rows, schema, request.table, keep=(HARD_DELETE_FLAG,))
-        with without_whole_stage(spark, f"staging's collection of the batch for {request.table_path}"):
+        what = f"staging's collection of the batch for {request.table_path}"
+        with small_batch_codegen(spark, what, estimate):
             return collected(spark, request.table_path, aligned)
 
     return collect
@@ -117,13 +120,14 @@ def source_rows(arrow: pa.Table, plan: MergePlan) -> pa.Table:
     return kept.drop_columns([HARD_DELETE_FLAG])
 
 
-def _small_by_estimate(batch, table: str) -> bool:
+def _small_estimate(batch, table: str) -> int | None:
+    """Spark's estimate of the batch's bytes where it is known and small enough to collect, else None."""
     estimate = estimated_bytes(batch)
     small = estimate is not None and estimate <= COLLECT_ESTIMATE_BYTES
     shown = "unknown" if estimate is None else f"{estimate / 2**20:,.1f} MiB"
     how = "collected to the driver by staging's pass" if small else "materialised in Spark first"
     log.info("batch for %s: Spark estimates its size as %s: %s", table, shown, how)
-    return small
+    return estimate if small else None
 
 
 def _takes_staged_rows(plan: MergePlan) -> bool:

@@ -138,25 +138,64 @@ def test_the_local_sessions_jvm_defers_c2(spark):
     assert set(jit_options.LATE_C2) <= set(runtime.getInputArguments())
 
 
+def compiled_classes(spark) -> int:
+    """How many classes Spark's code generation has compiled in this JVM so far."""
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return metrics.METRIC_COMPILATION_TIME().getCount()
+
+
+def shape_never_compiled(spark, landing: str, modulus: int):
+    """A batch whose filter's constant appears in no query run before, so its generated code is in no
+    cache: a compilation for it shows in `compiled_classes`."""
+    return spark.read.parquet(landing).where(f"id % {modulus} > 0")
+
+
 def test_a_collected_batch_is_planned_without_whole_stage_codegen_unless_the_session_sets_it(
     spark, dataset, tmp_path, caplog
 ):
-    """Staging's collection of a small batch runs interpreted (spark/codegen.py), and the session's
-    setting is removed after it; a setting the session made stands, either way."""
-    from airflow_provider_deltamerge.spark.codegen import WHOLE_STAGE
+    """Staging's collection of a small batch runs interpreted, whole-stage and expressions alike
+    (spark/codegen.py): nothing is compiled for it, and the settings are removed after it; a setting
+    the session made stands, either way."""
+    from airflow_provider_deltamerge.spark.codegen import FACTORY_MODE, WHOLE_STAGE
 
+    modulus = 7919 + int(tmp_path.stat().st_ino) % 10_000  # a constant no other test's query holds
     landing = str(tmp_path / "landing")
     spark.range(300).selectExpr("id", "concat('v', id) AS v").write.parquet(landing)
+    compiled = compiled_classes(spark)
     with caplog.at_level("INFO", logger="airflow_provider_deltamerge.spark.codegen"):
-        info, interpreted = load(spark, dataset, spark.read.parquet(landing).where("id % 7 > 0"))
-    assert info.metrics["rows_staged"] == 257 and interpreted.sql_executions == 1
+        info, interpreted = load(spark, dataset, shape_never_compiled(spark, landing, modulus))
+    assert info.metrics["rows_staged"] == 299 and interpreted.sql_executions == 1
     assert "codegen id" not in interpreted.plans[0], interpreted.plans[0]
-    assert spark.conf.get(WHOLE_STAGE, None) is None
-    assert "planned without whole-stage code generation" in caplog.text
-    spark.conf.set(WHOLE_STAGE, "true")
-    try:
-        info, compiled = load(spark, dataset, spark.read.parquet(landing))
-        assert spark.conf.get(WHOLE_STAGE) == "true"
-    finally:
-        spark.conf.unset(WHOLE_STAGE)
-    assert info.metrics["numTargetRowsInserted"] == 43 and "codegen id" in compiled.plans[0]
+    assert compiled_classes(spark) == compiled
+    assert spark.conf.get(WHOLE_STAGE, None) is None and spark.conf.get(FACTORY_MODE, None) is None
+    assert "planned without whole-stage code generation, its expressions interpreted" in caplog.text
+    for key, value in ((WHOLE_STAGE, "true"), (FACTORY_MODE, "FALLBACK")):
+        spark.conf.set(key, value)
+        try:
+            before = compiled_classes(spark)
+            info, kept = load(spark, dataset, shape_never_compiled(spark, landing, modulus + 1 + len(key)))
+            assert spark.conf.get(key) == value
+            assert spark.conf.get({WHOLE_STAGE: FACTORY_MODE, FACTORY_MODE: WHOLE_STAGE}[key], None) is None
+        finally:
+            spark.conf.unset(key)
+        assert info.metrics["numTargetRowsInserted"] == 0 and compiled_classes(spark) > before
+        assert "codegen id" in kept.plans[0]  # Spark's default where the session set only the other
+
+
+def test_a_collected_batch_above_the_interpreted_size_compiles_its_expressions(
+    spark, dataset, tmp_path, caplog, monkeypatch
+):
+    """A batch Spark estimates above INTERPRET_ESTIMATE_BYTES runs without whole-stage code generation
+    only: its expressions are compiled, as interpreting them costs more per row than compiling them."""
+    from airflow_provider_deltamerge.spark import codegen
+
+    monkeypatch.setattr(codegen, "INTERPRET_ESTIMATE_BYTES", 0)
+    landing = str(tmp_path / "landing")
+    spark.range(300).selectExpr("id", "concat('v', id) AS v").write.parquet(landing)
+    compiled = compiled_classes(spark)
+    with caplog.at_level("INFO", logger="airflow_provider_deltamerge.spark.codegen"):
+        batch = shape_never_compiled(spark, landing, 19_001 + tmp_path.stat().st_ino % 997)
+        info, work = load(spark, dataset, batch)
+    assert info.metrics["rows_staged"] > 290 and "codegen id" not in work.plans[0]
+    assert compiled_classes(spark) > compiled
+    assert "planned without whole-stage code generation (a small batch" in caplog.text
