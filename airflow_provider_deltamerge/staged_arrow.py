@@ -18,7 +18,9 @@ Used when all of these hold, else staging materialises in Spark as before:
 
 Being small, the collection runs without whole-stage code generation, and a very small one with its
 expressions interpreted (spark/codegen.py): a fresh JVM compiles slowly, and a Spark Connect server
-compiles again for each client session. A session that sets either setting keeps its own.
+compiles again for each client session. A session that sets either setting keeps its own. A small
+batch's row ids keyed by its primary key are hashed on the driver, from the key's JSON text that Spark
+spells (spark/driver_row_ids.py).
 
 The batch is held whole: a batch beyond the driver's budget is refused while it arrives
 (BatchTooLargeError). A retry that finds the table's schema changed, or a plan that needs Spark after
@@ -38,12 +40,14 @@ from .delta import unique_keys
 from .delta.arrow_stream import collected
 from .nested_load import plan_without_child_tables
 from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
+from .spark import driver_row_ids
 from .spark.codegen import small_batch_codegen
 from .spark.extract import arrow_to_spark
 from .spark.nested import root_rows
 from .spark.profile import estimated_bytes, observes_in_pass
 from .spark.schema import align_to_table
-from .spark.stage import StagedBatch
+from .spark.stage import StagedBatch, row_id_key
+from .spec.naming import ROW_ID
 from .spec.request import LoadRequest
 
 log = logging.getLogger(__name__)
@@ -76,15 +80,29 @@ def staging_collection(
     if estimate is None:
         return None
     schema = table.schema if table is not None else None
+    hashed_key = _row_ids_hashed_on_driver(request, batch, estimate)
 
     def collect(staged_df) -> pa.Table:
         rows = root_rows(staged_df, nested)
         aligned = align_to_table(rows, schema, request.table, keep=(HARD_DELETE_FLAG,))
+        if hashed_key:
+            aligned = driver_row_ids.with_row_id_text(aligned, hashed_key)
         what = f"staging's collection of the batch for {request.table_path}"
         with small_batch_codegen(spark, what, estimate):
-            return collected(spark, request.table_path, aligned)
+            arrow = collected(spark, request.table_path, aligned)
+        return driver_row_ids.filled(arrow) if hashed_key else arrow
 
     return collect
+
+
+def _row_ids_hashed_on_driver(request: LoadRequest, batch, estimate: int) -> tuple[str, ...]:
+    """The primary key whose hash makes the batch's row ids, where the driver hashes it
+    (spark/driver_row_ids.py); () where Spark does, or the ids are the batch's own or not keyed."""
+    key = row_id_key(request.disposition, request.hints)
+    if not key or ROW_ID in batch.columns or not driver_row_ids.hashes_on_driver(batch, estimate):
+        return ()
+    log.info("batch for %s: its row ids are hashed on the driver from its keys' JSON", request.table_path)
+    return key
 
 
 def checked(staged: StagedBatch, request: LoadRequest, table) -> StagedBatch:

@@ -145,6 +145,11 @@ def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
     return F.substring(F.base64(F.unhex(F.sha2(text, 256))), 1, length)
 
 
+def row_id_text(primary_key: tuple[str, ...]) -> F.Column:
+    """The text a row id keyed by the primary key hashes: the key's columns as one JSON object."""
+    return F.to_json(F.struct(*(F.col(c) for c in primary_key)))
+
+
 def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, ...] = ()) -> DataFrame:
     """_dlt_load_id on every row (one in the data is replaced); _dlt_id unique per row and load, or a hash
     of the primary key.
@@ -156,8 +161,7 @@ def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, .
     if kept_row_id:
         return df
     if primary_key_id:
-        key_json = F.to_json(F.struct(*(F.col(c) for c in primary_key_id)))
-        return df.withColumn(ROW_ID, short_hash(key_json))
+        return df.withColumn(ROW_ID, short_hash(row_id_text(primary_key_id)))
     return df.withColumn(
         ROW_ID, short_hash(F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string")))
     )

@@ -134,7 +134,7 @@ def _events_ranked_on_driver(
     on the driver, the ties counted there (spark/arrow_events.py); then the checks every batch passes."""
     hints, disposition = checked.hints, checked.disposition
     events = arrow_events.prepared(df, hints)
-    staged = frames.add_system_columns(events.frame, checked.load_id, _row_id_key(disposition, hints))
+    staged = frames.add_system_columns(events.frame, checked.load_id, row_id_key(disposition, hints))
     every_event = collect(staged)
     before = arrow_events.raw_profile(every_event, events, key_columns)
     if before.rows == 0 or any(before.get(f"null:{c}") for c in key_columns):  # refused, or empty
@@ -256,7 +256,7 @@ def _prepared(
         df = cdc.event_columns(df, hints)
     if hints.hard_delete:
         df = frames.flag_hard_deletes(df, hints.hard_delete)
-    return frames.add_system_columns(df, load_id, _row_id_key(disposition, hints)).drop(frames.INPUT_ORDER)
+    return frames.add_system_columns(df, load_id, row_id_key(disposition, hints)).drop(frames.INPUT_ORDER)
 
 
 def _without_ties(staged: DataFrame, ties_in_pass: bool) -> DataFrame:
@@ -265,7 +265,7 @@ def _without_ties(staged: DataFrame, ties_in_pass: bool) -> DataFrame:
     return staged.drop(cdc.TIES) if ties_in_pass else staged
 
 
-def _row_id_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ...]:
+def row_id_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ...]:
     """The columns `_dlt_id` is a hash of (the primary key, for the strategies that key rows by it), or
     none: then it is unique per row and load."""
     return hints.primary_key if disposition.strategy in ID_FROM_PRIMARY_KEY else ()
