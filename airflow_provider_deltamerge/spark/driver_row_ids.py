@@ -37,7 +37,7 @@ def hashes_on_driver(df: DataFrame, estimated_bytes: int) -> bool:
 def with_row_id_text(df: DataFrame, primary_key: tuple[str, ...]) -> DataFrame:
     """The batch with `_dlt_id` left empty (Spark then drops its hash from the plan) and the text it
     hashes in ROW_ID_TEXT, for `filled` to hash once collected."""
-    return df.withColumn(ROW_ID, F.lit(None).cast("string")).withColumn(ROW_ID_TEXT, row_id_text(primary_key))
+    return df.withColumns({ROW_ID: F.lit(None).cast("string"), ROW_ID_TEXT: row_id_text(primary_key)})
 
 
 def filled(collected: pa.Table) -> pa.Table:

@@ -156,15 +156,13 @@ def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, .
 
     A `_dlt_id` already in the data is kept, as dlt does (and checked: `check_row_ids`).
     """
-    kept_row_id = ROW_ID in df.columns  # asked before any column is added (Connect: its schema is known)
-    df = df.withColumn(LOAD_ID, F.lit(load_id))
-    if kept_row_id:
-        return df
+    load_id_column = {LOAD_ID: F.lit(load_id)}  # both columns added at once: one plan analysed, not two
+    if ROW_ID in df.columns:
+        return df.withColumns(load_id_column)
     if primary_key_id:
-        return df.withColumn(ROW_ID, short_hash(row_id_text(primary_key_id)))
-    return df.withColumn(
-        ROW_ID, short_hash(F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string")))
-    )
+        return df.withColumns({**load_id_column, ROW_ID: short_hash(row_id_text(primary_key_id))})
+    per_row = F.concat_ws(":", F.lit(load_id), F.col(INPUT_ORDER).cast("string"))
+    return df.withColumns({**load_id_column, ROW_ID: short_hash(per_row)})
 
 
 def check_storable_dates(df: DataFrame, key: tuple[str, ...], outside: dict[str, int]) -> None:
