@@ -84,9 +84,9 @@ def staging_collection(
 
     def collect(staged_df) -> pa.Table:
         rows = root_rows(staged_df, nested)
+        if hashed_key:  # the key's text as the batch types it, before alignment casts it: as Spark hashes it
+            rows = driver_row_ids.with_row_id_text(rows, hashed_key)
         aligned = align_to_table(rows, schema, request.table, keep=(HARD_DELETE_FLAG,))
-        if hashed_key:
-            aligned = driver_row_ids.with_row_id_text(aligned, hashed_key)
         what = f"staging's collection of the batch for {request.table_path}"
         with small_batch_codegen(spark, what, estimate):
             arrow = collected(spark, request.table_path, aligned)

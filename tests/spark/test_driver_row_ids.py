@@ -138,3 +138,27 @@ def test_decimal_keys_keep_their_scale_in_the_hashed_text(spark):
     df = spark.createDataFrame([(Decimal("1.000"),), (Decimal("1.5"),)], "k decimal(12,3)")
     texts = collected(spark, "probe", driver_row_ids.with_row_id_text(df, ("k",)))[driver_row_ids.ROW_ID_TEXT]
     assert sorted(texts.to_pylist()) == ['{"k":1.000}', '{"k":1.500}']
+
+
+WIDENED_KEYS = [("double", "bigint"), ("string", "int"), ("decimal(12,3)", "decimal(10,1)"), ("double", "float")]
+
+
+@pytest.mark.parametrize("table_type, batch_type", WIDENED_KEYS, ids=lambda t: t.replace(",", "_"))
+def test_a_key_the_table_widens_hashes_its_text_as_the_batch_types_it(
+    spark, tmp_path, monkeypatch, table_type, batch_type
+):
+    """Spark hashes the key before the batch is aligned to the table: so does the driver, though the
+    aligned column spells the key otherwise ('1.5' against '1.500', 7 against '7', 0.1f against 0.1d)."""
+    ids = {}
+    for side, small_batch_bytes in (("driver", 2**21), ("spark", -1)):
+        monkeypatch.setattr(driver_row_ids, "SMALL_BATCH_BYTES", small_batch_bytes)
+        dataset = str(tmp_path / side)
+        for key_type in (table_type, batch_type):
+            batch = spark.range(1, 6).selectExpr(f"CAST(id * 1.1 AS {key_type}) AS k", "id AS v")
+            run_load(
+                batch, spark=spark, dataset=dataset, table_name="items", write_disposition=UPSERT,
+                primary_key="k", backend="delta-rs",
+            )  # fmt: skip
+        table = DeltaTable(f"{dataset}/items").to_pyarrow_table().to_pylist()
+        ids[side] = sorted((str(r["k"]), r[ROW_ID]) for r in table)
+    assert ids["driver"] == ids["spark"]
