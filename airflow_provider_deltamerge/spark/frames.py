@@ -29,21 +29,24 @@ CHILD_TABLE_COLUMNS = (PARENT_ID, LIST_INDEX, ROOT_ID)
 
 
 def with_input_order(df: DataFrame) -> DataFrame:
-    return df.withColumn(INPUT_ORDER, F.monotonically_increasing_id())
+    """The source with its input order as the last column, after all of the source's own (a source
+    column of that name stays, to be refused by check_no_helper_columns)."""
+    return df.select("*", F.monotonically_increasing_id().alias(INPUT_ORDER))
 
 
-def check_no_helper_columns(df: DataFrame, normalize: Callable[[str], str]) -> None:
+def check_no_helper_columns(columns: list[str], normalize: Callable[[str], str]) -> None:
     """Refuse data columns whose stored names start with the helper prefix: a load's own helper
     columns (hard-delete flags, input order, delete keys) would be confused with them; and the columns
-    only child tables have (CHILD_TABLE_COLUMNS), by which a table is known as a child table."""
-    taken = [c for c in df.columns if normalize(c).startswith(HELPER_PREFIX)]
+    only child tables have (CHILD_TABLE_COLUMNS), by which a table is known as a child table.
+    `columns`: the source's column names."""
+    taken = [c for c in columns if normalize(c).startswith(HELPER_PREFIX)]
     if taken:
         raise SourceError(
             f"column(s) {taken} start with {HELPER_PREFIX!r}, which is reserved for the columns a load "
             "adds while it stages a batch; nothing was loaded. Rename them in the source, or use "
             "naming='snake_case', which never produces that prefix"
         )
-    child = [c for c in df.columns if normalize(c) in CHILD_TABLE_COLUMNS]
+    child = [c for c in columns if normalize(c) in CHILD_TABLE_COLUMNS]
     if child:
         raise SourceError(
             f"column(s) {child} are the columns that link a child table's rows to their parents "

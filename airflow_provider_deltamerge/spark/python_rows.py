@@ -24,8 +24,9 @@ def extracted(spark, data, request, table_schema: T.StructType | None, stored_co
     df = to_dataframe(spark, data, normalizer)
     if normalizer is not None:
         normalize = direct
-    frames.check_no_helper_columns(df, normalize)
-    return frames.rename_columns(frames.with_input_order(df), normalize)
+    ordered = frames.with_input_order(df)  # one schema asked of Spark for both: a round trip on Connect
+    frames.check_no_helper_columns(ordered.columns[:-1], normalize)
+    return frames.rename_columns(ordered, normalize)
 
 
 def row_normalizer(request, table_schema: T.StructType | None, stored_columns) -> RowNormalizer:
