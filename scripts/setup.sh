@@ -29,13 +29,15 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv"
   "$python" -m venv "$venv"
 fi
-stamp=$venv/.installed-$(cat pyproject.toml "$constraints" | sha256sum | cut -c1-16)
+stamp=$venv/.installed-$(cat pyproject.toml "$constraints" scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing airflow-provider-deltamerge and its dependencies into $venv ($constraints; a few minutes the first time)"
   # uv (from PyPI, pinned) installs the same pinned set as pip would, fetching in parallel: about a third
-  # of pip's time, which every fresh CI run pays twice (the tested and the oldest set)
+  # of pip's time, which every fresh CI run pays twice (the tested and the oldest set). Its packages are
+  # compiled to bytecode as pip compiles them: every Airflow task is a fresh process, and one that finds
+  # no bytecode (PYTHONDONTWRITEBYTECODE, a read-only image) compiles pyspark's modules again, 1.6 s here
   "$venv/bin/python" -m pip install --quiet "uv==0.13.9"
-  "$venv/bin/python" -m uv pip install --quiet --python "$venv/bin/python" -e ".[dev]" -c "$constraints"
+  "$venv/bin/python" -m uv pip install --quiet --compile-bytecode --python "$venv/bin/python" -e ".[dev]" -c "$constraints"
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
