@@ -140,7 +140,12 @@ def test_decimal_keys_keep_their_scale_in_the_hashed_text(spark):
     assert sorted(texts.to_pylist()) == ['{"k":1.000}', '{"k":1.500}']
 
 
-WIDENED_KEYS = [("double", "bigint"), ("string", "int"), ("decimal(12,3)", "decimal(10,1)"), ("double", "float")]
+WIDENED_KEYS = [  # the table's key type, the batch's
+    ("double", "bigint"),
+    ("string", "int"),
+    ("decimal(12,3)", "decimal(10,1)"),
+    ("double", "float"),
+]
 
 
 @pytest.mark.parametrize("table_type, batch_type", WIDENED_KEYS, ids=lambda t: t.replace(",", "_"))
