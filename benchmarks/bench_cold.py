@@ -36,7 +36,9 @@ HERE = Path(__file__).parent
 P1, P2, SMALL_LOADS, SMALL_TARGET = "1000000:100000:uniform", "2000000:40000:clustered", 300, 1000
 
 
-CONNECT_WARMUPS = 3  # untimed client loads before the timed ones: the server's later loads take about as long
+# untimed client loads before the timed ones: a server keeps speeding up over its first ten or so (its
+# JIT), as a deployment's has long since done; P2 names a warm server
+CONNECT_WARMUPS = 10
 
 
 class ColdRuns:
@@ -116,8 +118,8 @@ class ColdRuns:
     def connect_side(self, case: dict, size: Size, remote: str, warmups: int) -> None:
         """The case's upsert from fresh client processes through the Connect server at `remote`, on
         copies of the case's target, added to the case: the server warmed first by `warmups` untimed
-        clients' loads (P2 names a warm server, as a deployment's is once it has served a few tasks: on
-        a 2-core machine its second load still took half again its later ones). Run apart from the
+        clients' loads (P2 names a warm server, as a deployment's is once it has served a dozen tasks: on
+        a 2-core machine its loads went 0.9, 0.8, 0.6 s, then about 0.5 s from the tenth). Run apart from the
         fresh-process sides, which an idle server's JVM would otherwise share the machine with."""
         base = Path(case["base_path"])
         case["base"]["connect_warmup"] = [
