@@ -7,6 +7,8 @@ counted (they do not depend on how busy the machine is). Cases:
   rows unsorted, its sort by the key timed apart (the key-ordered layout's cost);
 - P2: the upsert of `p2` (default 2M/40k clustered): run_load fresh beside dlt, and from fresh client
   processes through one warm Spark Connect server on loopback;
+- in P1, P7 and P2, run_load also in a JVM compiling with C1 alone (`, C1 only`: the option a DAG sets
+  in its spark_conf), reported beside the default's deferred C2: faster for short loads, slower for long;
 - task wall time: DeltaMergeOperator.execute of P1's change set (read from parquet) in a fresh process,
   session start included, beside P1's floor: its session start plus its merge;
 - CDC: P1's change set as change events (cdc_work.py: 10% out of order, 5% deletes) applied with
@@ -26,13 +28,14 @@ from pathlib import Path
 
 from bench_sides import verify
 from cdc_work import expected_rows as cdc_expected_rows
-from cold_run import MARK, NO_ARCHIVE
+from cold_run import C1_ONLY, MARK, NO_ARCHIVE
 from deltalake import DeltaTable
 from workload import Size
 
 from airflow_provider_deltamerge.spark.class_archive import ENV as ARCHIVE_ENV
 
 HERE = Path(__file__).parent
+RUN_LOAD_C1 = "run_load" + C1_ONLY
 P1, P2, SMALL_LOADS, SMALL_TARGET = "1000000:100000:uniform", "2000000:40000:clustered", 300, 1000
 
 
@@ -140,10 +143,11 @@ class ColdRuns:
         the same rows (fresh processes; its sort by the key timed apart), and dlt's first loads (timed by
         its P1 runs)."""
         target = Size(size.target_rows, 0, size.kind)
-        runs = {"run_load": [built], "floor": []}
+        runs = {"run_load": [built], RUN_LOAD_C1: [], "floor": []}
         for repetition in range(self.repeat):
             if repetition:
                 runs["run_load"].append(self.timed("initial", target, None))
+            runs[RUN_LOAD_C1].append(self.timed("initial" + C1_ONLY, target, None))
             runs["floor"].append(self.timed("initial_floor", target, None))
         if dlt_runs:
             runs["dlt"] = [{"seconds": r["initial_seconds"]} for r in dlt_runs]
@@ -180,10 +184,11 @@ def run(work: Path, args, dlt_python: str | None) -> dict:
     archive = _jvm_archive(args.jvm_archive)
     cold.archive_off = archive is None
     no_archive = (NO_ARCHIVE,) if archive else ()
-    cases = [cold.upsert_case("P1 upsert", p1, ("run_load", *no_archive, "floor", *dlt), setup)]
+    p1_sides = ("run_load", *no_archive, RUN_LOAD_C1, "floor", *dlt)
+    cases = [cold.upsert_case("P1 upsert", p1, p1_sides, setup)]
     cases.append(cold.initial_case(p1, cases[0]["base"], cases[0]["sides"].get("dlt", [])))
     cases.append(cold.task_case(p1, Path(cases[0]["base_path"]), parquet, cases[0]["sides"]["floor"]))
-    cases.append(cold.upsert_case("P2 upsert", p2, ("run_load", *dlt)))
+    cases.append(cold.upsert_case("P2 upsert", p2, ("run_load", RUN_LOAD_C1, *dlt)))
     if args.connect:
         with _connect_server(work) as port:
             cold.connect_side(cases[-1], p2, f"sc://127.0.0.1:{port}", args.connect_warmups)

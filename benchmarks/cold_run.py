@@ -6,6 +6,9 @@ The job names the side and its inputs; one JSON line is printed: the seconds to 
 Spark session (reported apart), of the load itself, the load's CPU seconds (this process and the Spark
 JVM), and the Spark jobs and SQL executions the load ran (spark_work.py). Sides:
 - run_load / floor: the upsert of the change set (built by Spark in this process) into `path`;
+- any side named with the suffix C1_ONLY (`run_load, C1 only`, `initial, C1 only`): that side in a JVM
+  that compiles with C1 alone (`-XX:TieredStopAtLevel=1`, the caller's compilation policy, which the
+  session keeps), beside the default's deferred C2;
 - initial / initial_floor: the first load of the target into an empty dataset (run_load's then writes
   the change set `parquet_changed_rows` to `parquet`, untimed, where asked); the floor writes the
   same rows with delta-rs unsorted, and times apart sorting them by the key on the driver as run_load
@@ -43,6 +46,9 @@ from airflow_provider_deltamerge.delta.delta_rs import TARGET_FILE_BYTES  # noqa
 IMPORTED = time.perf_counter()
 CDC_SIDES = ("initial_cdc", "cdc", "cdc_upsert")
 NO_ARCHIVE = "run_load, no JVM archive"  # run_load in a process whose session starts without the archive
+C1_ONLY = ", C1 only"  # the suffix of a side run in a JVM that compiles with C1 alone
+C1_OPTION = "-XX:TieredStopAtLevel=1"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 LOAD = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id", "pipeline_name": "bench"}
 
 
@@ -53,9 +59,17 @@ def session(job: dict):
         from pyspark.sql import SparkSession
 
         return SparkSession.builder.remote(job["remote"]).getOrCreate()
-    spark = default_session("local[2]", {"spark.driver.memory": job["driver_memory"], **job.get("conf", {})})
+    spark = default_session("local[2]", session_conf(job))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def session_conf(job: dict) -> dict[str, str]:
+    """The local session's conf: the run's (`--session-conf`), with C1 alone for a C1_ONLY side."""
+    conf = {"spark.driver.memory": job["driver_memory"], **job.get("conf", {})}
+    if job["side"].endswith(C1_ONLY):
+        conf[JAVA_OPTIONS] = f"{conf.get(JAVA_OPTIONS, '')} {C1_OPTION}".strip()
+    return conf
 
 
 def to_arrow(df) -> pa.Table:
@@ -101,7 +115,7 @@ def operator(job: dict) -> dict:
         dataset=str(Path(job["path"]).parent),
         backend="delta-rs",
         emit_asset=False,
-        spark_conf={"spark.driver.memory": job["driver_memory"]},
+        spark_conf=session_conf(job),
         **LOAD,
     )
     ti = SimpleNamespace(dag_id="bench", task_id="load", run_id="cold", try_number=1, map_index=-1)
@@ -152,8 +166,8 @@ def emit(result: dict) -> None:
 
 def main() -> None:
     job = json.loads(sys.argv[1])
-    side = job["side"]
-    result = {"side": side, "import_seconds": IMPORTED - STARTED}
+    side = job["side"].removesuffix(C1_ONLY)  # what the side loads; its JVM's options are session_conf's
+    result = {"side": job["side"], "import_seconds": IMPORTED - STARTED}
     if side == "operator":
         result.update(operator(job))
         emit(result)
@@ -162,7 +176,8 @@ def main() -> None:
     spark = session(job)
     result["session_seconds"] = time.perf_counter() - started
     if not job.get("remote"):  # a Connect client starts no JVM
-        result["jvm_archive"] = "SharedArchiveFile" in spark.conf.get("spark.driver.extraJavaOptions", "")
+        options = spark.conf.get(JAVA_OPTIONS, "")
+        result.update(jvm_archive="SharedArchiveFile" in options, c1_only=C1_OPTION in options)
     size = Size(job["target_rows"], job.get("changed_rows", 0), job.get("kind", "uniform"))
     if side == "small_loads":
         result.update(small_loads(spark, job))

@@ -70,17 +70,28 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     assert set(cases["CDC events"]["sides"]) == {"cdc", "cdc_upsert"}
     cdc = cases["CDC events"]["sides"]["cdc"][0]
     assert cdc["verified"] is True and cdc["jobs"] >= 1
-    assert set(cases["P1 upsert"]["sides"]) == {"run_load", "run_load, no JVM archive", "floor"}
-    assert set(cases["P7 initial load"]["sides"]) == {"run_load", "floor"}
+    c1 = "run_load, C1 only"  # run_load in a JVM compiling with C1 alone, beside the default
+    assert set(cases["P1 upsert"]["sides"]) == {"run_load", "run_load, no JVM archive", c1, "floor"}
+    assert set(cases["P7 initial load"]["sides"]) == {"run_load", c1, "floor"}
     assert cases["P7 initial load"]["sides"]["floor"][0]["sort_seconds"] > 0
-    assert set(cases["P2 upsert"]["sides"]) == {"run_load", "connect"}
+    assert set(cases["P2 upsert"]["sides"]) == {"run_load", c1, "connect"}
     runs = [r for case in cases.values() for side in case["sides"].values() for r in side]
     assert all(r.get("verified") is not False for r in runs)
     assert all(r["session_seconds"] > 0 for r in runs if "session_seconds" in r)
     started_from_archive = {
         side: [r["jvm_archive"] for r in runs] for side, runs in cases["P1 upsert"]["sides"].items()
     }
-    assert started_from_archive == {"run_load": [True], "run_load, no JVM archive": [False], "floor": [True]}
+    archived = {"run_load": [True], "run_load, no JVM archive": [False], c1: [True], "floor": [True]}
+    assert started_from_archive == archived
+    compiled_by_c1_alone = {
+        case: {side: [r.get("c1_only") for r in runs] for side, runs in cases[case]["sides"].items()}
+        for case in ("P1 upsert", "P7 initial load", "P2 upsert")
+    }
+    assert compiled_by_c1_alone == {
+        "P1 upsert": {"run_load": [False], "run_load, no JVM archive": [False], c1: [True], "floor": [False]},
+        "P7 initial load": {"run_load": [False], c1: [True], "floor": [False]},
+        "P2 upsert": {"run_load": [False], c1: [True], "connect": [None]},  # a Connect client starts no JVM
+    }
     # each fresh process counts its load's Spark work; a small load runs the floor's one job
     assert cases["P1 upsert"]["sides"]["run_load"][0]["jobs"] == 1
     assert cases["P2 upsert"]["sides"]["connect"][0]["jobs"] is None  # counted in the server, not here
@@ -88,9 +99,10 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     assert [run["verified"] for run in warmups] == [True, True]
     assert len(cases["P8 small loads"]["sides"]["run_load"][0]["loads"]) == 4
     names = [c["name"].split()[0] for c in report["cold"]["ratios"]]
-    assert names == ["P1", "P2", "P2", "P7", "CDC", "P8", "task"]
+    assert names == ["P1", "P2", "P2", "P7", "CDC", "P8", "task", "P1", "P2", "P7"]
     printed = capsys.readouterr().out
     assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
     assert "JVM class archive (deltamerge jvm-archive): the one in place" in printed
     assert "P1 cold run_load / embedded floor" in printed
+    assert "P1 C1 only: run_load / run_load" in printed and "P2 C1 only: run_load / dlt" in printed
     assert "the Connect server warmed by 2 untimed client loads: " in printed
