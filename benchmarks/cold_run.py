@@ -72,6 +72,14 @@ def session_conf(job: dict) -> dict[str, str]:
     return conf
 
 
+def compiles_with_c1_alone(spark) -> bool:
+    """Whether the session's JVM itself runs with C1 alone (its flag, as the JVM reads it)."""
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(bean)
+    return str(hotspot.getVMOption("TieredStopAtLevel").getValue()) == "1"
+
+
 def to_arrow(df) -> pa.Table:
     schema = arrow_schema(df)
     return pa.Table.from_batches(list(record_batches(df, schema)), schema=schema)
@@ -177,7 +185,7 @@ def main() -> None:
     result["session_seconds"] = time.perf_counter() - started
     if not job.get("remote"):  # a Connect client starts no JVM
         options = spark.conf.get(JAVA_OPTIONS, "")
-        result.update(jvm_archive="SharedArchiveFile" in options, c1_only=C1_OPTION in options)
+        result.update(jvm_archive="SharedArchiveFile" in options, c1_only=compiles_with_c1_alone(spark))
     size = Size(job["target_rows"], job.get("changed_rows", 0), job.get("kind", "uniform"))
     if side == "small_loads":
         result.update(small_loads(spark, job))
