@@ -6,8 +6,13 @@ a small Airflow worker the C2 compiler threads take the cores of the first jobs 
 are short. With C2 deferred, those jobs run on C1's code; a long job still reaches C2 within its first
 seconds. Measured in fresh processes on 2 cores (benchmarks/, the cold regime): a session started and
 ran its first upsert of 40k rows into a 2M-row table about 0.7 s sooner, and a 5M-row collection took
-no longer. (C1 alone, `-XX:TieredStopAtLevel=1`, starts sooner still but made that collection 1.6x
-slower: not a default.)
+no longer.
+
+C1 alone (`-XX:TieredStopAtLevel=1`) is faster still for short jobs, as its code keeps no profile for C2,
+and slower for long ones, which never reach C2: in fresh processes, that upsert 2.12 -> 1.69 s and the
+session's start 2.69 -> 2.30 s, but a first load of 5M rows 23.9 -> 39.2 s. It is not the default; a DAG
+whose tasks load small batches can set it in its spark_conf, and it stands (benchmarks/ report run_load
+both ways: the `C1 only` sides).
 
 Added to a new local session's `spark.driver.extraJavaOptions` unless the caller's options choose a
 compilation policy of their own (any option in CALLERS_OWN): to keep Java's defaults, set one, e.g.
