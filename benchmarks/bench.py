@@ -5,7 +5,8 @@ and dlt. By default both regimes run and each table says which it is; `--cold` r
 COLD (bench_cold.py), what an Airflow task pays: each timed load in a fresh process, its Spark session
 start timed and reported apart, its Spark jobs and SQL executions counted: P1 (`--p1`), the initial
 load of P1's target (P7, with the key-ordered layout's cost), the operator's whole execute (task wall
-time), P2 (`--p2`) fresh and through a warm Spark Connect server, and P8 (`--small-loads`).
+time), P2 (`--p2`) fresh and through a warm Spark Connect server, and P8 (`--small-loads`); run_load in
+P1, P7 and P2 also in a JVM compiling with C1 alone, reported beside the default.
 
 WARM, per size, interleaved (the order rotates each repetition, each run on a fresh copy of one target), after
 one untimed run of each side that shares this process's Spark session (`--warmup`):
