@@ -28,14 +28,13 @@ from pathlib import Path
 
 from bench_sides import verify
 from cdc_work import expected_rows as cdc_expected_rows
-from cold_run import C1_ONLY, MARK, NO_ARCHIVE
+from cold_run import C1_ONLY, MARK, NO_ARCHIVE, RUN_LOAD_C1
 from deltalake import DeltaTable
 from workload import Size
 
 from airflow_provider_deltamerge.spark.class_archive import ENV as ARCHIVE_ENV
 
 HERE = Path(__file__).parent
-RUN_LOAD_C1 = "run_load" + C1_ONLY
 P1, P2, SMALL_LOADS, SMALL_TARGET = "1000000:100000:uniform", "2000000:40000:clustered", 300, 1000
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 
 from bench_report import _check, checks_table
+from cold_run import RUN_LOAD_C1
 
-RUN_LOAD_C1 = "run_load, C1 only"  # run_load in a JVM compiling with C1 alone (bench_cold.py)
 EDGE = 20  # P8: the median of the first EDGE loads beside that of the last EDGE
 
 

@@ -42,13 +42,14 @@ from workload import Size  # noqa: E402
 from airflow_provider_deltamerge import run_load  # noqa: E402
 from airflow_provider_deltamerge.delta.arrow_stream import arrow_schema, record_batches  # noqa: E402
 from airflow_provider_deltamerge.delta.delta_rs import TARGET_FILE_BYTES  # noqa: E402
+from airflow_provider_deltamerge.spark.class_archive import JAVA_OPTIONS  # noqa: E402
 
 IMPORTED = time.perf_counter()
 CDC_SIDES = ("initial_cdc", "cdc", "cdc_upsert")
 NO_ARCHIVE = "run_load, no JVM archive"  # run_load in a process whose session starts without the archive
 C1_ONLY = ", C1 only"  # the suffix of a side run in a JVM that compiles with C1 alone
+RUN_LOAD_C1 = "run_load" + C1_ONLY
 C1_OPTION = "-XX:TieredStopAtLevel=1"
-JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 LOAD = {"table_name": "items", "write_disposition": UPSERT, "primary_key": "id", "pipeline_name": "bench"}
 
 
