@@ -1,10 +1,17 @@
 """dlt's Delta upsert of the benchmark's change set, run in dlt's own virtualenv (see bench.py).
 
-    python dlt_upsert.py <work dir> <target_rows> <changed_rows> <kind>
+    python dlt_upsert.py <work dir> <target_rows> <changed_rows> <kind> [--phase both|initial|upsert]
 
-Builds the target with dlt's own first load (timed: initial_seconds), then times one upsert of the change
-set and prints one JSON line: seconds, initial_seconds, peak RSS of this process, files added/removed,
-rows after.
+- both (the default, the warm regime): dlt's first load builds the target (timed: initial_seconds),
+  then one upsert of the change set is timed in this same process, after that first load;
+- initial: the first load alone (a fresh process's: P7's dlt side);
+- upsert: the upsert alone, in this fresh process, into the table an `initial` process left in
+  <work dir>, as an Airflow task runs it (the cold regime). Its imports and the pipeline's creation come
+  before the timer, as a Spark side's imports and session start do.
+
+Prints one JSON line: the phase, seconds (the upsert), initial_seconds (the first load), peak RSS of this
+process, files added/removed, rows after, and the table's path; a phase that did not run leaves its
+figure out.
 
 dlt adds its `_dlt_load_id` and `_dlt_id` columns to Arrow data only when asked; they are asked for here,
 so that dlt's table holds the same seven columns as run_load's and both merges rewrite the same bytes
@@ -13,6 +20,7 @@ so that dlt's table holds the same seven columns as run_load's and both merges r
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -27,6 +35,8 @@ for setting in ("ADD_DLT_LOAD_ID", "ADD_DLT_ID"):
 import dlt  # noqa: E402
 from deltalake import DeltaTable  # noqa: E402
 from workload import Size, arrow_changes, arrow_target  # noqa: E402
+
+PHASES = ("both", "initial", "upsert")
 
 
 def pipeline(work: Path):
@@ -51,36 +61,45 @@ def upsert(rows):
     return items
 
 
-def main() -> None:
-    work, size = Path(sys.argv[1]), Size(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
-    changes = arrow_changes(size)
-    pipe = pipeline(work)
-    target = arrow_target(size)
+def timed_run(pipe, rows) -> float:
     started = time.perf_counter()
-    pipe.run(upsert(target))  # dlt's first load: the table created
-    initial = time.perf_counter() - started
-    path = str(work / "lake" / "bench" / "items")
-    before = DeltaTable(path).version()
-    started = time.perf_counter()
-    pipe.run(upsert(changes))
-    seconds = time.perf_counter() - started
-    table = DeltaTable(path)
-    merges = [h for h in table.history(table.version() - before) if h.get("operation") == "MERGE"]
-    metrics = merges[0].get("operationMetrics", {}) if merges else {}
-    print(
-        json.dumps(
-            {
-                "seconds": seconds,
-                "initial_seconds": initial,
-                "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                "files_added": metrics.get("num_target_files_added"),
-                "files_removed": metrics.get("num_target_files_removed"),
-                "rows": table.count() if hasattr(table, "count") else None,
-                "path": path,
-            }
-        )
-    )
+    pipe.run(upsert(rows))
+    return time.perf_counter() - started
+
+
+def parsed(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="dlt's first load and upsert of the benchmark's rows")
+    parser.add_argument("work", type=Path)
+    parser.add_argument("target_rows", type=int)
+    parser.add_argument("changed_rows", type=int)
+    parser.add_argument("kind")
+    parser.add_argument("--phase", choices=PHASES, default="both")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> None:
+    args = parsed(argv)
+    size = Size(args.target_rows, args.changed_rows, args.kind)
+    path = str(args.work / "lake" / "bench" / "items")
+    if args.phase == "upsert" and not (args.work / "pipelines").is_dir():
+        sys.exit(f"dlt_upsert.py --phase upsert: no pipeline in {args.work}: run --phase initial there first")
+    result: dict = {"path": path, "phase": args.phase}
+    pipe = pipeline(args.work)  # in a fresh upsert process: attached to the state its first load left
+    if args.phase in ("both", "initial"):
+        result["initial_seconds"] = timed_run(pipe, arrow_target(size))
+    if args.phase in ("both", "upsert"):
+        changes = arrow_changes(size)
+        before = DeltaTable(path).version()
+        result["seconds"] = timed_run(pipe, changes)
+        table = DeltaTable(path)
+        merges = [h for h in table.history(table.version() - before) if h.get("operation") == "MERGE"]
+        metrics = merges[0].get("operationMetrics", {}) if merges else {}
+        result["files_added"] = metrics.get("num_target_files_added")
+        result["files_removed"] = metrics.get("num_target_files_removed")
+        result["rows"] = table.count() if hasattr(table, "count") else None
+    result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -4,6 +4,7 @@ result tables, prints its tables and ratios, and writes its JSON. No timing is a
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
 
 
 def imported_bench():
@@ -106,3 +108,48 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     assert "P1 cold run_load / embedded floor" in printed
     assert "P1 C1 only: run_load / run_load" in printed and "P2 C1 only: run_load / dlt" in printed
     assert "the Connect server warmed by 2 untimed client loads: " in printed
+
+
+@pytest.fixture(scope="module")
+def dlt_python() -> str:
+    """dlt's own virtualenv, where `bench.py --dlt-venv .venv-dlt` keeps it (created pinned when missing)."""
+    imported_bench()
+    return sys.modules["bench_sides"].dlt_virtualenv(ROOT / ".venv-dlt")
+
+
+def test_dlt_upserts_in_a_fresh_process_after_its_first_loads_and_in_that_loads_own(tmp_path, dlt_python):
+    bench = imported_bench()
+    cold = bench.bench_cold.ColdRuns(tmp_path, dlt_python, "1g", repeat=1)
+    size = bench.Size(3000, 300, "clustered")
+    fresh, after_first_load = cold._dlt_upsert(size, fresh=True), cold._dlt_upsert(size, fresh=False)
+    for result in (fresh, after_first_load):  # each verified: the target's rows with the change set's
+        assert result["verified"] is True and result["seconds"] > 0 < result["initial_seconds"]
+        assert result["files_removed"] >= 1 and result["rows"] == 3000 + 30
+    assert fresh["phase"] == "upsert" and after_first_load["phase"] == "both"  # the timed upsert's process
+
+    # the fresh upsert takes the table a first load's process left, and refuses to run without one
+    empty = tmp_path / "no-first-load"
+    script = [dlt_python, str(BENCHMARKS / "dlt_upsert.py"), str(empty), "3000", "300", "clustered"]
+    refused = subprocess.run([*script, "--phase", "upsert"], capture_output=True, text=True)
+    assert refused.returncode != 0
+    assert f"no pipeline in {empty}: run --phase initial there first" in refused.stderr
+    assert not (empty / "lake").exists()
+
+
+def test_the_cold_report_sets_p2_beside_dlts_fresh_upsert_and_reports_the_one_after_its_first_load():
+    imported_bench()
+    report_module = sys.modules["bench_cold_report"]
+    runs = lambda *seconds: [{"seconds": s} for s in seconds]  # noqa: E731
+    sides = {"run_load": runs(2.0, 2.1, 2.2), "dlt": runs(2.2, 2.4, 2.6), "dlt, after first load": runs(2.0)}
+    report = {"cases": [{"case": "P2 upsert", "size": "2M/40k clustered", "sides": sides}]}
+
+    checks = {check["name"]: check for check in report_module.ratios(report)}
+    target = checks["P2 cold run_load / dlt, clustered"]
+    assert target["value"] == pytest.approx(2.1 / 2.4) and target["verdict"] == "PASS"
+    before = checks["P2 cold run_load / dlt after its first load"]
+    assert before["value"] == pytest.approx(2.1 / 2.0) and before["target"] == "report"
+    assert before["note"] == "2M/40k clustered: dlt 2.00 s there, 2.40 s fresh"
+    without = {"cases": [{**report["cases"][0], "sides": {"run_load": runs(2.0), "dlt": runs(2.0)}}]}
+    names = [check["name"] for check in report_module.ratios(without)]
+    assert "P2 cold run_load / dlt, clustered" in names
+    assert "P2 cold run_load / dlt after its first load" not in names
