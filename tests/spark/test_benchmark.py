@@ -117,7 +117,7 @@ def dlt_python() -> str:
     return sys.modules["bench_sides"].dlt_virtualenv(ROOT / ".venv-dlt")
 
 
-def test_dlt_upserts_in_a_fresh_process_after_its_first_loads_and_in_that_loads_own(tmp_path, dlt_python):
+def test_dlt_upserts_in_a_fresh_process_after_its_first_load_or_in_that_same_process(tmp_path, dlt_python):
     bench = imported_bench()
     cold = bench.bench_cold.ColdRuns(tmp_path, dlt_python, "1g", repeat=1)
     size = bench.Size(3000, 300, "clustered")
