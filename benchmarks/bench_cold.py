@@ -1,7 +1,9 @@
 """The cold regime: every timed load in a fresh process (cold_run.py), as an Airflow task runs it.
 
-Session start is timed and reported apart from the load; each load's Spark jobs and SQL executions are
-counted (they do not depend on how busy the machine is). Cases:
+Session start is timed and reported apart from the load, and so is the definition of its input
+DataFrame (the change set's py4j calls and Spark's analysis of them: nothing is computed until the load,
+which computes the rows; dlt's rows are built before its timer too); each load's Spark jobs and SQL
+executions are counted (they do not depend on how busy the machine is). Cases:
 - P1: the upsert of `p1` (default 1M/100k uniform): run_load beside the embedded floor, both fresh;
 - P7: the first load of P1's target: run_load beside dlt's first load, and the floor writing the same
   rows unsorted, its sort by the key timed apart (the key-ordered layout's cost);

@@ -3,9 +3,11 @@
     python cold_run.py '<json job>'
 
 The job names the side and its inputs; one JSON line is printed: the seconds to import, to start the
-Spark session (reported apart), of the load itself, the load's CPU seconds (this process and the Spark
-JVM), and the Spark jobs and SQL executions the load ran (spark_work.py). Sides:
-- run_load / floor: the upsert of the change set (built by Spark in this process) into `path`;
+Spark session and to define the side's input DataFrame (each reported apart: the input is defined before
+the load's timer, as dlt's rows are built before its own, and Spark computes its rows in the load), of
+the load itself, the load's CPU seconds (this process and the Spark JVM), and the Spark jobs and SQL
+executions the load ran (spark_work.py). Sides:
+- run_load / floor: the upsert of the change set (defined by Spark in this process) into `path`;
 - any side named with the suffix C1_ONLY (`run_load, C1 only`, `initial, C1 only`): that side in a JVM
   that compiles with C1 alone (`-XX:TieredStopAtLevel=1`, the caller's compilation policy, which the
   session keeps), beside the default's deferred C2;
@@ -86,30 +88,38 @@ def to_arrow(df) -> pa.Table:
     return pa.Table.from_batches(list(record_batches(df, schema)), schema=schema)
 
 
-def load(side: str, spark, job: dict, size: Size, result: dict) -> dict:
-    path, dataset = job["path"], str(Path(job["path"]).parent)
-    if side in ("run_load", NO_ARCHIVE, "connect"):
-        info = run_load(spark_changes(spark, size), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
-        return info.metrics
-    if side == "floor":
-        return floor_merge(spark_changes(spark, size), path)[0]
+def source(side: str, spark, size: Size):
+    """The side's input as a DataFrame: defined here, before the load's timer, as dlt's rows are built
+    before its own; nothing is computed yet (Spark computes the rows in the load). None: no input."""
+    if side in ("run_load", NO_ARCHIVE, "connect", "floor"):
+        return spark_changes(spark, size)
     if side == "initial":
-        info = run_load(spark_target(spark, size), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
-        return info.metrics
+        return spark_target(spark, size)
     if side in CDC_SIDES:  # the CDC case: its target, its events, the plain upsert of the same rows
         target = side == "initial_cdc"
-        rows = with_event_columns(spark_target(spark, size) if target else spark_changes(spark, size), target)
-        cdc = CDC if side in ("initial_cdc", "cdc") else {}
-        info = run_load(rows, spark=spark, dataset=dataset, backend="delta-rs", **LOAD, **cdc)
-        return info.metrics
+        return with_event_columns(spark_target(spark, size) if target else spark_changes(spark, size), target)
     if side == "initial_floor":
-        data = to_arrow(with_system_columns(spark_target(spark, size)))
-        started = time.perf_counter()
-        data.sort_by([("id", "ascending")])
-        result["sort_seconds"] = time.perf_counter() - started
-        write_deltalake(path, data, target_file_size=TARGET_FILE_BYTES)  # run_load's files
-        return {}
+        return with_system_columns(spark_target(spark, size))
     raise ValueError(f"unknown side {side!r}")
+
+
+def load(side: str, spark, rows, job: dict, result: dict) -> dict:
+    """The side's load of `rows` (its `source`), timed by the caller."""
+    path, dataset = job["path"], str(Path(job["path"]).parent)
+    if side in ("run_load", NO_ARCHIVE, "connect", "initial", "cdc_upsert"):
+        info = run_load(rows, spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
+        return info.metrics
+    if side == "floor":
+        return floor_merge(rows, path)[0]
+    if side in ("initial_cdc", "cdc"):
+        info = run_load(rows, spark=spark, dataset=dataset, backend="delta-rs", **LOAD, **CDC)
+        return info.metrics
+    data = to_arrow(rows)  # initial_floor
+    started = time.perf_counter()
+    data.sort_by([("id", "ascending")])
+    result["sort_seconds"] = time.perf_counter() - started
+    write_deltalake(path, data, target_file_size=TARGET_FILE_BYTES)  # run_load's files
+    return {}
 
 
 def operator(job: dict) -> dict:
@@ -141,8 +151,9 @@ def small_loads(spark, job: dict) -> dict:
     run_load(first, spark=spark, dataset=dataset, backend="delta-rs", **LOAD)  # the table, untimed
     for i in range(job["loads"]):
         ids = spark.range(5).selectExpr(f"IF(id < 2, id * 2, {2 * job['target_rows']} + {i} * 10 + id) AS id")
+        rows = spark_rows(ids, changed=True)  # defined before the timer, as every side's input
         started = time.perf_counter()
-        run_load(spark_rows(ids, changed=True), spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
+        run_load(rows, spark=spark, dataset=dataset, backend="delta-rs", **LOAD)
         seconds.append(time.perf_counter() - started)
     return {"loads": seconds}
 
@@ -193,8 +204,11 @@ def main() -> None:
         emit(result)
         return
     with SparkWork(spark) as work:
+        started = time.perf_counter()
+        rows = source(side, spark, size)
+        result["define_seconds"] = time.perf_counter() - started  # apart from the load, as session start
         cpu, started = cpu_seconds(), time.perf_counter()
-        metrics = load(side, spark, job, size, result)
+        metrics = load(side, spark, rows, job, result)
         result["seconds"] = time.perf_counter() - started - result.get("sort_seconds", 0.0)
         python, jvm = (after - before for after, before in zip(cpu_seconds(), cpu, strict=True))
         result.update(cpu_seconds=python + jvm, python_cpu_seconds=python)

@@ -80,6 +80,14 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     runs = [r for case in cases.values() for side in case["sides"].values() for r in side]
     assert all(r.get("verified") is not False for r in runs)
     assert all(r["session_seconds"] > 0 for r in runs if "session_seconds" in r)
+    # every side's input is defined before its timer, and timed apart; the operator's is in its execute
+    defined = {
+        side for case in cases.values() for side, rs in case["sides"].items() if "define_seconds" in rs[0]
+    }
+    floors = {"floor", "floor session + merge"}  # the task wall's floor is P1's floor runs
+    assert defined == {"run_load", "run_load, no JVM archive", c1, *floors, "connect", "cdc", "cdc_upsert"}
+    assert all(r["define_seconds"] > 0 for r in runs if "define_seconds" in r)
+    assert "define_seconds" not in cases["task wall time"]["sides"]["operator execute"][0]
     started_from_archive = {
         side: [r["jvm_archive"] for r in runs] for side, runs in cases["P1 upsert"]["sides"].items()
     }
@@ -101,7 +109,7 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     assert [run["verified"] for run in warmups] == [True, True]
     assert len(cases["P8 small loads"]["sides"]["run_load"][0]["loads"]) == 4
     names = [c["name"].split()[0] for c in report["cold"]["ratios"]]
-    assert names == ["P1", "P2", "P2", "P7", "CDC", "P8", "task", "P1", "P2", "P7"]
+    assert names == ["P1", "P2", "P2", "P2", "P7", "CDC", "P8", "task", "P1", "P2", "P7"]
     printed = capsys.readouterr().out
     assert "COLD: each timed load in a fresh process" in printed and "WARM:" not in printed
     assert "JVM class archive (deltamerge jvm-archive): the one in place" in printed
@@ -136,16 +144,22 @@ def test_dlt_upserts_in_a_fresh_process_after_its_first_load_or_in_that_same_pro
     assert not (empty / "lake").exists()
 
 
-def test_the_cold_report_sets_p2_beside_dlts_fresh_upsert_and_reports_the_one_after_its_first_load():
+def test_the_cold_report_holds_p2_to_dlts_fresh_upsert_and_reports_the_earlier_measures_beside_it():
     imported_bench()
     report_module = sys.modules["bench_cold_report"]
     runs = lambda *seconds: [{"seconds": s} for s in seconds]  # noqa: E731
-    sides = {"run_load": runs(2.0, 2.1, 2.2), "dlt": runs(2.2, 2.4, 2.6), "dlt, after first load": runs(2.0)}
+    loads = [{"seconds": s, "define_seconds": d} for s, d in ((2.0, 0.6), (2.1, 0.4), (2.2, 0.5))]
+    sides = {"run_load": loads, "dlt": runs(2.2, 2.4, 2.6), "dlt, after first load": runs(2.0)}
     report = {"cases": [{"case": "P2 upsert", "size": "2M/40k clustered", "sides": sides}]}
 
     checks = {check["name"]: check for check in report_module.ratios(report)}
-    target = checks["P2 cold run_load / dlt, clustered"]
+    target = checks["P2 cold run_load / dlt, clustered"]  # the load from its input in hand, as dlt's
     assert target["value"] == pytest.approx(2.1 / 2.4) and target["verdict"] == "PASS"
+    defined_in_the_load = checks["P2 cold run_load with its input's definition / dlt"]  # the median sum
+    assert (
+        defined_in_the_load["value"] == pytest.approx(2.6 / 2.4) and defined_in_the_load["target"] == "report"
+    )
+    assert defined_in_the_load["note"] == "2M/40k clustered: its definition 0.50 s, here in the load"
     before = checks["P2 cold run_load / dlt after its first load"]
     assert before["value"] == pytest.approx(2.1 / 2.0) and before["target"] == "report"
     assert before["note"] == "2M/40k clustered: dlt 2.00 s there, 2.40 s fresh"
@@ -153,3 +167,4 @@ def test_the_cold_report_sets_p2_beside_dlts_fresh_upsert_and_reports_the_one_af
     names = [check["name"] for check in report_module.ratios(without)]
     assert "P2 cold run_load / dlt, clustered" in names
     assert "P2 cold run_load / dlt after its first load" not in names
+    assert "P2 cold run_load with its input's definition / dlt" not in names  # runs that timed it inside
