@@ -88,6 +88,9 @@ def test_a_tiny_cold_run_loads_in_fresh_processes_and_reports_the_cold_targets(
     assert defined == {"run_load", "run_load, no JVM archive", c1, *floors, "connect", "cdc", "cdc_upsert"}
     assert all(r["define_seconds"] > 0 for r in runs if "define_seconds" in r)
     assert "define_seconds" not in cases["task wall time"]["sides"]["operator execute"][0]
+    task_floor = cases["task wall time"]["sides"]["floor session + merge"][0]  # a task defines its input too
+    parts = task_floor["session_seconds"] + task_floor["define_seconds"] + task_floor["seconds"]
+    assert task_floor["task_seconds"] == pytest.approx(parts)
     started_from_archive = {
         side: [r["jvm_archive"] for r in runs] for side, runs in cases["P1 upsert"]["sides"].items()
     }
