@@ -103,11 +103,11 @@ def _with_its_definition(p2: dict | None) -> list[dict]:
     """P2 with the change set's definition (py4j calls and Spark's analysis of the lazy DataFrame) timed
     in the load, as runs before the definition was timed apart did, beside dlt's fresh upsert: reported."""
     runs = p2["sides"].get("run_load", []) if p2 else []
-    totals = [{"seconds": r["seconds"] + r["define_seconds"]} for r in runs if "define_seconds" in r]
+    totals = [r["seconds"] + r["define_seconds"] for r in runs if "define_seconds" in r]
     if not totals:
         return []
     note = f"{p2['size']}: its definition {_seconds(_median(runs, 'define_seconds'))}, here in the load"
-    ratio = _ratio(_median(totals), _side(p2, "dlt"))
+    ratio = _ratio(statistics.median(totals), _side(p2, "dlt"))
     return [_reported("P2 cold run_load with its input's definition / dlt", ratio, note)]
 
 

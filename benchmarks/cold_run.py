@@ -90,7 +90,7 @@ def to_arrow(df) -> pa.Table:
 
 def source(side: str, spark, size: Size):
     """The side's input as a DataFrame: defined here, before the load's timer, as dlt's rows are built
-    before its own; nothing is computed yet (Spark computes the rows in the load). None: no input."""
+    before its own; nothing is computed yet (Spark computes the rows in the load)."""
     if side in ("run_load", NO_ARCHIVE, "connect", "floor"):
         return spark_changes(spark, size)
     if side == "initial":
