@@ -35,7 +35,7 @@ DATA_TYPES = (
     "wei",
 )
 KEY_HINTS = ("primary_key", "merge_key", "hard_delete", "dedup_sort")
-# Accepted as dlt accepts them; only `partition` changes how the table is stored (see the README).
+# Accepted as dlt accepts them; only `partition` changes how the table is stored (see docs/SCHEMA.md).
 TABLE_HINTS = ("unique", "partition", "cluster", "sort", "row_key", "parent_key", "root_key", "incremental")
 # dlt's hints that describe a column and mean nothing to a Delta table: accepted, kept, unused.
 INFO_HINTS = ("variant", "description")

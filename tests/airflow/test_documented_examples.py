@@ -1,7 +1,9 @@
-"""Every Python example in the README and in docs/ runs, as a reader would run it: the blocks of one
-document in order, in one namespace, with the absolute paths they name (/lake, /landing) moved into a
-temporary folder. DAGs an example defines run once with dag.test(); an operator defined outside a DAG
-is executed. Shell examples are the two commands CI itself runs, and the CLI's (tests/cli)."""
+"""Every Python example of the documentation site (the README, docs/*.md and the example DAGs' README)
+runs, as a reader would run it: the blocks of one document in order, in one namespace, with the absolute
+paths they name (/lake, /landing) moved into a temporary folder. DAGs an example defines run once with
+dag.test(); an operator defined outside a DAG is executed. Shell examples are the two commands CI itself
+runs, and the CLI's (tests/cli). The documents searched are the site's pages: those docs/index.md's
+navigation lists, which the strict site build (scripts/docs.sh) holds to every page there is."""
 
 from __future__ import annotations
 
@@ -15,10 +17,25 @@ from .conftest import DAGS_FOLDER, DEMO_DIR
 pytestmark = [pytest.mark.spark, pytest.mark.airflow, pytest.mark.usefixtures("jvm_class_archive")]
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = sorted(
-    str(p.relative_to(ROOT))
-    for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *ROOT.glob("*/README.md")]
-)
+SITE_INDEX = "docs/index.md"
+_TOCTREE = re.compile(r"^```\{toctree\}\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def site_pages() -> list[str]:
+    """The documents of the site's navigation (docs/index.md's toctrees), as repository paths."""
+    pages = [SITE_INDEX]
+    for tree in _TOCTREE.findall((ROOT / SITE_INDEX).read_text()):
+        for entry in tree.splitlines():
+            entry = entry.strip()
+            if not entry or entry.startswith(":"):
+                continue
+            target = re.sub(r"^.*<(.+)>$", r"\1", entry)  # "Title <page>" names page
+            path = (ROOT / "docs" / f"{target}.md").resolve()
+            pages.append(str(path.relative_to(ROOT)))
+    return sorted(pages)
+
+
+DOCUMENTS = site_pages()
 # Examples that need a server the tests start (an object store): run by the test named, against it.
 RUN_ELSEWHERE = {
     "docs/STORAGE.md": "tests/airflow/test_storage_connection.py::test_the_documented_example_loads_into_s3",
@@ -66,8 +83,12 @@ def run_defined(namespace: dict) -> list[str]:
 
 
 def test_every_document_is_searched_for_examples():
-    assert {"README.md", "docs/MAINTENANCE.md"} <= set(DOCUMENTS)
-    assert len(python_examples("README.md")) >= 4
+    markdown = {"README.md", *(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))}
+    markdown |= {str(p.relative_to(ROOT)) for p in ROOT.glob("*/README.md") if p.parent.name[0] not in "._"}
+    assert set(DOCUMENTS) == markdown, "docs/index.md's navigation and the Markdown files differ"
+    assert len(python_examples("README.md")) >= 2  # the first DAG and the quick start
+    for page in ("SCHEMA", "NESTED", "INCREMENTAL", "DISPOSITIONS", "CDC", "MAINTENANCE"):
+        assert python_examples(f"docs/{page}.md"), f"docs/{page}.md has lost its examples"
     for document, test in RUN_ELSEWHERE.items():
         module, name = test.split("::")
         assert python_examples(document), f"{document} has no example for {test} to run"

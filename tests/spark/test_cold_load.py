@@ -39,7 +39,7 @@ def test_a_small_first_load_and_upsert_each_run_one_spark_job(spark, dataset, tm
     assert created.metrics["rows_staged"] == 300 and upserted.metrics["numTargetRowsInserted"] == 20
     # the floor's one job: the batch computed once and collected as Arrow, counted there
     # PySpark 3.5 gives a frame made from Python rows no size estimate, so staging checkpoints it before
-    # the collection there: two jobs (the README's job counts are those of the tested set)
+    # the collection there: two jobs (docs/PERFORMANCE.md's job counts are the tested set's)
     rows_path = (1, 1) if int(pyspark.__version__.split(".")[0]) >= 4 else (2, 2)
     assert (first.jobs, first.sql_executions) == rows_path, first.job_names
     assert (second.jobs, second.sql_executions) == (1, 1), second.job_names

@@ -1,8 +1,8 @@
 """Retries and re-runs against a reference model: hypothesis generates short histories of Airflow
 attempts into one table (runs interleaved, each attempt a small batch that lands, dies after its commit
 and before its record, or dies before its commit; every attempt of a run is the try after the last) and
-the real table and `_dlt_loads` must hold what the model in this file says (README, "Incremental loads
-and Airflow windows"):
+the real table and `_dlt_loads` must hold what the model in this file says (docs/INCREMENTAL.md,
+"Retries and re-runs"):
 
 - an attempt after one of its run that committed and stopped before recording returns that load and
   loads nothing (whatever it would have hit later does not happen);
