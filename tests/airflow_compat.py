@@ -20,6 +20,34 @@ def cron_timetables():
     return CronTriggerTimetable, CronDataIntervalTimetable
 
 
+def timetable_classes():
+    """The timetable classes a DAG is given: the task SDK's from 3.1, the core's in 3.0."""
+    from types import SimpleNamespace
+
+    try:
+        from airflow.sdk import (
+            CronDataIntervalTimetable,
+            CronTriggerTimetable,
+            DeltaDataIntervalTimetable,
+            DeltaTriggerTimetable,
+            MultipleCronTriggerTimetable,
+        )
+    except ImportError:
+        from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+        from airflow.timetables.trigger import (
+            CronTriggerTimetable,
+            DeltaTriggerTimetable,
+            MultipleCronTriggerTimetable,
+        )
+    return SimpleNamespace(
+        CronDataIntervalTimetable=CronDataIntervalTimetable,
+        CronTriggerTimetable=CronTriggerTimetable,
+        DeltaDataIntervalTimetable=DeltaDataIntervalTimetable,
+        DeltaTriggerTimetable=DeltaTriggerTimetable,
+        MultipleCronTriggerTimetable=MultipleCronTriggerTimetable,
+    )
+
+
 def register_assets(dag) -> None:
     """Airflow 3.0's dag.test() refuses outlets whose assets no DAG processor has registered yet;
     later releases register them themselves. Writes the DAG, and so its assets, to the metadata DB."""
