@@ -48,6 +48,22 @@ def timetable_classes():
     )
 
 
+def drifting_timetable():
+    """A custom timetable whose runs are five hours apart counted from any instant it is asked about:
+    no grid, so the run before one of its runs cannot be known."""
+    from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
+
+    class EveryFiveHoursFromWhereverAsked(Timetable):
+        def next_dagrun_info(self, *, last_automated_data_interval, restriction):
+            after = last_automated_data_interval.end if last_automated_data_interval else restriction.earliest
+            return DagRunInfo.exact(after.add(hours=5))
+
+        def infer_manual_data_interval(self, *, run_after):
+            return DataInterval.exact(run_after)
+
+    return EveryFiveHoursFromWhereverAsked()
+
+
 def register_assets(dag) -> None:
     """Airflow 3.0's dag.test() refuses outlets whose assets no DAG processor has registered yet;
     later releases register them themselves. Writes the DAG, and so its assets, to the metadata DB."""

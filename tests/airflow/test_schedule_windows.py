@@ -23,7 +23,7 @@ from airflow_provider_deltamerge.operators.context import run_context_of, schedu
 from airflow_provider_deltamerge.spec.incremental import Incremental
 from airflow_provider_deltamerge.spec.run import RunContext
 from airflow_provider_deltamerge.spec.window import resolve_window
-from tests.airflow_compat import dag_serialization, timetable_classes
+from tests.airflow_compat import dag_serialization, drifting_timetable, timetable_classes
 
 UTC = timezone.utc
 ZONES = ["UTC", "Europe/Amsterdam", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu"]
@@ -206,19 +206,9 @@ def test_the_period_before_a_run_on_a_change_day_is_the_time_since_the_run_befor
 
 
 def test_a_timetable_that_cannot_tell_its_previous_run_is_refused_with_what_to_do():
-    from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
+    from airflow.timetables.base import DataInterval
 
-    class EveryFiveHoursFromWhereverAsked(Timetable):
-        """Runs five hours apart, counted from any instant it is asked about: no fixed grid."""
-
-        def next_dagrun_info(self, *, last_automated_data_interval, restriction):
-            after = last_automated_data_interval.end if last_automated_data_interval else restriction.earliest
-            return DagRunInfo.exact(after.add(hours=5))
-
-        def infer_manual_data_interval(self, *, run_after):
-            return DataInterval.exact(run_after)
-
-    dag = dag_of(EveryFiveHoursFromWhereverAsked(), datetime(2024, 1, 1, tzinfo=UTC))
+    dag = dag_of(drifting_timetable(), datetime(2024, 1, 1, tzinfo=UTC))
     end = pendulum.datetime(2024, 1, 2, tz="UTC")
     with pytest.raises(ConfigError) as refused:
         schedule_period_start(dag.timetable, end)

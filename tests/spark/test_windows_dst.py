@@ -2,8 +2,9 @@
 
 DAGs in Europe/Amsterdam (``0 2 * * *`` across 2024-03-31 and 2024-10-27, ``0 * * * *`` across the
 fall-back hour) run by the operator's execute, run after run: each run's data interval is the one
-Airflow's scheduler gives it (the DAG's serialized timetable, ``next_dagrun_info``), its run type
-Airflow's own ``DagRunType.SCHEDULED``; the source holds an event every 15 minutes.
+Airflow's scheduler gives it (``scheduled_runs``: the DAG's serialized timetable asked with
+``next_dagrun_info``), its run type Airflow's own ``DagRunType.SCHEDULED``; the source holds an event
+every 15 minutes.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_deltamerge import ConfigError
-from tests.airflow_compat import dag_serialization
+from tests.airflow_compat import drifting_timetable
 from tests.helpers import read_rows, table_version
+from tests.spark.test_windows_airflow import scheduled_runs
 
 pytestmark = pytest.mark.spark
 
@@ -37,22 +39,6 @@ def landed_events(folder, first: datetime, last: datetime) -> tuple[str, list[da
     table = pa.table({"id": list(range(len(moments))), "ts": pa.array(moments, pa.timestamp("us", tz="UTC"))})
     pq.write_table(table, folder / "events.parquet")
     return str(folder), moments
-
-
-def scheduled_intervals(dag, count: int) -> list:
-    """The data intervals of the first `count` runs the scheduler makes for `dag`."""
-    from airflow.timetables.base import TimeRestriction
-
-    serialization = dag_serialization()
-    timetable = serialization.from_dict(serialization.to_dict(dag)).timetable
-    restriction = TimeRestriction(earliest=dag.start_date, latest=None, catchup=True)
-    intervals, last = [], None
-    for _ in range(count):
-        last = timetable.next_dagrun_info(
-            last_automated_data_interval=last, restriction=restriction
-        ).data_interval
-        intervals.append(last)
-    return intervals
 
 
 def run_context(dag, interval) -> dict:
@@ -86,7 +72,10 @@ def daily_operator(dag, dataset: str, source: str):
 
 def run_all(dag, dataset, source, count):
     operator = daily_operator(dag, dataset, source)
-    return [operator.execute(run_context(dag, interval)) for interval in scheduled_intervals(dag, count)]
+    return [
+        operator.execute(run_context(dag, interval))
+        for interval in (run.data_interval for run in scheduled_runs(dag, count))
+    ]
 
 
 def loaded(dataset) -> list[datetime]:
@@ -147,20 +136,10 @@ def test_a_run_of_a_timetable_that_cannot_tell_its_period_is_refused_and_changes
 ):
     from airflow.providers.common.compat.sdk import AirflowFailException
     from airflow.sdk import DAG
-    from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
-
-    class EveryFiveHoursFromWhereverAsked(Timetable):
-        """Runs five hours apart, counted from any instant it is asked about: no fixed grid."""
-
-        def next_dagrun_info(self, *, last_automated_data_interval, restriction):
-            after = last_automated_data_interval.end if last_automated_data_interval else restriction.earliest
-            return DagRunInfo.exact(after.add(hours=5))
-
-        def infer_manual_data_interval(self, *, run_after):
-            return DataInterval.exact(run_after)
+    from airflow.timetables.base import DataInterval
 
     start = pendulum.datetime(2024, 3, 30, tz=AMSTERDAM)
-    dag = DAG("custom_timetable", schedule=EveryFiveHoursFromWhereverAsked(), start_date=start, catchup=True)
+    dag = DAG("custom_timetable", schedule=drifting_timetable(), start_date=start, catchup=True)
     source, moments = landed_events(tmp_path / "landing", start, start.add(days=2))
     operator = daily_operator(dag, dataset, source)
     manual = run_context(dag, DataInterval.exact(start.add(days=1)))
