@@ -120,9 +120,9 @@ def period_start_of(context: Mapping[str, Any], timetable: Any) -> str | None:
         return None
     if run_type_of(context.get("dag_run")) not in (*SCHEDULED_RUN_TYPES, None):
         return None
-    if not needs_period(timetable, interval):
-        return None
     try:
+        if not needs_period(timetable, interval):
+            return None
         start = schedule_period_start(timetable, interval[1])
     except ConfigError as unknown:
         log.warning("The schedule period ending at %s is unknown: %s", interval[1], unknown)

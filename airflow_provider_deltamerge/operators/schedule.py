@@ -5,11 +5,11 @@ A scheduled run's window is [end of the previous scheduled run's data interval, 
 ends come from the call the scheduler itself makes (``next_dagrun_info``), so consecutive windows tile
 time as instants in every zone and across daylight saving changes, for every timetable kind:
 
-- data-interval timetables (``CronDataIntervalTimetable``, ``DeltaDataIntervalTimetable``, a custom one
-  returning real intervals): the run's data interval already starts where the previous one ended;
-  nothing to ask.
+- delta data intervals (``DeltaDataIntervalTimetable``) and a custom timetable's real intervals: the
+  run's data interval starts where the previous one ended; nothing to ask.
 - trigger timetables (``CronTriggerTimetable``, with or without ``interval=``,
-  ``MultipleCronTriggerTimetable``, ``DeltaTriggerTimetable``), events, and any run with a zero-width
+  ``MultipleCronTriggerTimetable``, ``DeltaTriggerTimetable``), cron data intervals (aligned to the cron,
+  they overlap across Australia/Lord_Howe's half-hour change), events, and any run with a zero-width
   interval: the previous run is found with ``next_dagrun_info`` (the first run at or after an earlier
   instant, then run after run, as the scheduler makes them), and accepted only where the run after it
   is this one.
@@ -46,7 +46,14 @@ def core_timetable(timetable: Any) -> Any:
         from airflow.serialization.encoders import coerce_to_core_timetable
     except ImportError:  # Airflow 3.0: the DAG's timetable is already the scheduler's
         return timetable
-    return coerce_to_core_timetable(timetable)
+    try:
+        return coerce_to_core_timetable(timetable)
+    except Exception as reason:  # a timetable Airflow cannot serialize: no scheduler's object to ask
+        raise ConfigError(
+            "timetable",
+            f"the DAG's timetable {type(timetable).__name__} has no scheduler's timetable to ask ({reason}); "
+            f"{_WHAT_TO_DO}",
+        ) from None
 
 
 def needs_period(timetable: Any, interval: tuple[datetime, datetime]) -> bool:
