@@ -12,12 +12,8 @@ def dag_serialization():
 
 def cron_timetables():
     """(CronTriggerTimetable, CronDataIntervalTimetable): the task SDK's from 3.1, the core's in 3.0."""
-    try:
-        from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
-    except ImportError:
-        from airflow.timetables.interval import CronDataIntervalTimetable
-        from airflow.timetables.trigger import CronTriggerTimetable
-    return CronTriggerTimetable, CronDataIntervalTimetable
+    classes = timetable_classes()
+    return classes.CronTriggerTimetable, classes.CronDataIntervalTimetable
 
 
 def timetable_classes():
