@@ -12,12 +12,52 @@ def dag_serialization():
 
 def cron_timetables():
     """(CronTriggerTimetable, CronDataIntervalTimetable): the task SDK's from 3.1, the core's in 3.0."""
+    classes = timetable_classes()
+    return classes.CronTriggerTimetable, classes.CronDataIntervalTimetable
+
+
+def timetable_classes():
+    """The timetable classes a DAG is given: the task SDK's from 3.1, the core's in 3.0."""
+    from types import SimpleNamespace
+
     try:
-        from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
+        from airflow.sdk import (
+            CronDataIntervalTimetable,
+            CronTriggerTimetable,
+            DeltaDataIntervalTimetable,
+            DeltaTriggerTimetable,
+            MultipleCronTriggerTimetable,
+        )
     except ImportError:
-        from airflow.timetables.interval import CronDataIntervalTimetable
-        from airflow.timetables.trigger import CronTriggerTimetable
-    return CronTriggerTimetable, CronDataIntervalTimetable
+        from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+        from airflow.timetables.trigger import (
+            CronTriggerTimetable,
+            DeltaTriggerTimetable,
+            MultipleCronTriggerTimetable,
+        )
+    return SimpleNamespace(
+        CronDataIntervalTimetable=CronDataIntervalTimetable,
+        CronTriggerTimetable=CronTriggerTimetable,
+        DeltaDataIntervalTimetable=DeltaDataIntervalTimetable,
+        DeltaTriggerTimetable=DeltaTriggerTimetable,
+        MultipleCronTriggerTimetable=MultipleCronTriggerTimetable,
+    )
+
+
+def drifting_timetable():
+    """A custom timetable whose runs are five hours apart counted from any instant it is asked about:
+    no grid, so the run before one of its runs cannot be known."""
+    from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
+
+    class EveryFiveHoursFromWhereverAsked(Timetable):
+        def next_dagrun_info(self, *, last_automated_data_interval, restriction):
+            after = last_automated_data_interval.end if last_automated_data_interval else restriction.earliest
+            return DagRunInfo.exact(after.add(hours=5))
+
+        def infer_manual_data_interval(self, *, run_after):
+            return DataInterval.exact(run_after)
+
+    return EveryFiveHoursFromWhereverAsked()
 
 
 def register_assets(dag) -> None:

@@ -9,11 +9,16 @@ callables or write elsewhere.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
+from ..spec.window import SCHEDULED_RUN_TYPES
+from .schedule import needs_period, schedule_period_start
+
+log = logging.getLogger(__name__)
 
 WINDOW_KEYS = ("start", "end")
 # Options a DAG author may let dag_run.conf set (per task, with `conf_overridable`).
@@ -100,64 +105,29 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _cron_previous(expression: str, timezone: Any, at: datetime) -> datetime:
-    """The latest fire time of a cron expression strictly before `at`, in UTC (as Airflow does)."""
-    import pendulum
-    from croniter import croniter
-
-    tz = pendulum.timezone(timezone) if isinstance(timezone, str) else timezone
-    local = pendulum.instance(at).in_timezone(tz).naive()
-    previous = croniter(expression, local).get_prev(datetime)
-    return pendulum.instance(previous, tz=tz).in_timezone("UTC")
-
-
-def _cron_of(timetable: Any) -> tuple[str, Any]:
-    """(expression, timezone) of a cron timetable: attributes of the task SDK's (3.1 and later), in
-    serialize() of Airflow 3.0's core timetables."""
-    if hasattr(timetable, "expression"):
-        return timetable.expression, timetable.timezone
-    serialized = timetable.serialize()
-    return serialized["expression"], serialized["timezone"]
-
-
-def schedule_period_start(timetable: Any, at: datetime) -> datetime | None:
-    """Start of the schedule period that ends at `at`, from the DAG's timetable; None if it has none."""
-    try:  # Airflow 3.1 and later: the task SDK's own timetable classes
-        from airflow.sdk import (
-            CronDataIntervalTimetable,
-            CronTriggerTimetable,
-            DeltaDataIntervalTimetable,
-            DeltaTriggerTimetable,
-            MultipleCronTriggerTimetable,
-        )
-    except ImportError:  # Airflow 3.0 keeps them in the core package
-        from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
-        from airflow.timetables.trigger import (
-            CronTriggerTimetable,
-            DeltaTriggerTimetable,
-            MultipleCronTriggerTimetable,
-        )
-
-    if isinstance(timetable, MultipleCronTriggerTimetable):
-        return max(schedule_period_start(t, at) for t in timetable.timetables)
-    if isinstance(timetable, (CronTriggerTimetable, CronDataIntervalTimetable)):
-        return _cron_previous(*_cron_of(timetable), at)
-    if isinstance(timetable, (DeltaTriggerTimetable, DeltaDataIntervalTimetable)):
-        return at - timetable.delta
-    return None
-
-
 def data_interval_of(context: Mapping[str, Any]) -> tuple[datetime, datetime] | None:
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
     return (start, end) if start is not None and end is not None else None
 
 
 def period_start_of(context: Mapping[str, Any], timetable: Any) -> str | None:
-    """For a zero-width interval (Airflow 3 cron runs): where the schedule period ending at it starts."""
+    """For a scheduled or backfill run whose data interval is not the period since the previous
+    scheduled run: where that period starts (operators.schedule). None where the interval is that
+    period, or the timetable cannot tell: a window that needs it is then refused (spec.window), and
+    the reason is logged here."""
     interval = data_interval_of(context)
-    if interval is None or interval[0] != interval[1] or timetable is None:
+    if interval is None or timetable is None:
         return None
-    return _iso(schedule_period_start(timetable, interval[1]))
+    if run_type_of(context.get("dag_run")) not in (*SCHEDULED_RUN_TYPES, None):
+        return None
+    try:
+        if not needs_period(timetable, interval):
+            return None
+        start = schedule_period_start(timetable, interval[1])
+    except ConfigError as unknown:
+        log.warning("The schedule period ending at %s is unknown: %s", interval[1], unknown)
+        return None
+    return None if start == interval[0] else _iso(start)
 
 
 def run_context_of(

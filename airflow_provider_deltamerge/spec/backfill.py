@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from datetime import date, datetime, timedelta
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 from ..errors import ConfigError
-from .incremental import coerce_bound
+from .incremental import coerce_bound, to_utc
 
 _EVERY = re.compile(r"^\s*(\d+)\s*(minute|hour|day|week)s?\s*$", re.IGNORECASE)
 
@@ -31,18 +33,43 @@ def backfill_windows(
 ) -> list[tuple[datetime, datetime]]:
     """Consecutive half-open windows [a, b) of length `every` covering [start, end); the last is clipped.
 
-    Bounds are returned as tz-aware UTC datetimes (naive input is read as UTC, dates as midnight UTC).
+    Bounds are ISO 8601 text, dates or datetimes (naive, aware, pendulum's) in any zone, compared as
+    instants; the windows are tz-aware UTC datetimes, each starting where the one before ended. A step
+    of whole days ('1 day', '2 weeks', timedelta(days=1)) is calendar days in the zone `start` is given
+    in: every window starts at the same local time of day, so the day of a daylight saving change is
+    23 or 25 hours long, as a daily schedule's is. Any other step ('6 hours', '90 minutes') is that much
+    elapsed time. Naive datetimes and text without an offset are UTC, dates their midnight UTC.
     """
     step = parse_every(every)
     first = _backfill_bound("start", start)
     last = _backfill_bound("end", end)
     if last <= first:
         raise ConfigError("end", f"{end!r} must be after start {start!r}")
-    windows = []
+    bounds = (
+        _calendar_days(first, _zone_of(start), step) if step % timedelta(days=1) == timedelta(0) else None
+    )
+    windows: list[tuple[datetime, datetime]] = []
     while first < last:
-        windows.append((first, min(first + step, last)))
+        following = first + step if bounds is None else next(bounds)
+        windows.append((first, min(following, last)))
         first = windows[-1][1]
     return windows
+
+
+def _zone_of(value: Any) -> tzinfo:
+    """The zone a bound is given in: a datetime's own (pendulum's or zoneinfo's, or a fixed offset),
+    else UTC."""
+    return value.tzinfo if isinstance(value, datetime) and value.tzinfo is not None else timezone.utc
+
+
+def _calendar_days(first: datetime, zone: tzinfo, step: timedelta) -> Iterator[datetime]:
+    """The instants `step`, 2 * `step`, ... after `first` on the wall clock of `zone`: each counted from
+    `first` (a wall time that does not exist, skipped by a change, is read before it, so it lands after
+    the change), in UTC."""
+    wall = first.astimezone(zone).replace(tzinfo=None)
+    for count in itertools.count(1):
+        local = wall + count * step
+        yield to_utc(zone.localize(local) if hasattr(zone, "localize") else local.replace(tzinfo=zone))
 
 
 def _backfill_bound(argument: str, value: Any) -> datetime:

@@ -194,12 +194,15 @@ def parse_iso(text: str) -> datetime | date | None:
 
 
 def to_utc(value: datetime | date) -> datetime:
-    """A tz-aware UTC datetime; naive datetimes are read as UTC, dates as their midnight UTC (INC-13)."""
+    """A tz-aware UTC datetime; naive datetimes are read as UTC, dates as their midnight UTC (INC-13).
+
+    Always a plain ``datetime``: a subclass (pendulum's) in UTC drops its zone in arithmetic
+    (``pendulum_utc + timedelta`` is naive), and a naive bound then fails every comparison."""
     if not isinstance(value, datetime):
         return datetime.combine(value, time(), tzinfo=timezone.utc)
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return datetime(*value.timetuple()[:6], value.microsecond, tzinfo=timezone.utc)
 
 
 def json_safe(value: Bound | None) -> str | int | float | None:

@@ -8,8 +8,11 @@ Pure: no Spark, no Airflow, no I/O. Rules, first match wins:
 - task-window:      the task was given a window of its own (its `window` argument, a backfill chunk):
   exactly [start, end), stateless; end defaults to now, start to initial_value (unbounded without one).
 - data-interval:    a scheduled or backfill run with a real interval: [start, end), end clamped to now.
-- schedule-period:  a scheduled or backfill run with a zero-width interval (Airflow 3 cron timetables):
-  [run_context.period_start, interval end).
+- schedule-period:  a scheduled or backfill run whose run context gives period_start: [period_start,
+  interval end). The operators give it where the data interval is not the period since the previous
+  scheduled run: zero-width (Airflow 3 cron timetables) or a trigger timetable's `interval=`, whose
+  fixed length across a daylight saving change would overlap the run before or leave a gap. A
+  zero-width interval without it is refused, never guessed.
 - conf-narrowed:    either of those two with `start` and/or `end` in the run's conf: the part of the
   run's window they name. Conf may only narrow it: a conf bound outside it is refused.
 - run-conf-range:   any other run (manual, triggered, or outside Airflow) whose conf has `start` and/or
@@ -282,7 +285,7 @@ def _scheduled(
             "data_interval",
             f"the end {interval_end.isoformat()} is before the start {interval_start.isoformat()}",
         )
-    if interval_start is not None and interval_start < interval_end:
+    if interval_start is not None and interval_start < interval_end and run_context.period_start is None:
         rule, start, start_argument = DATA_INTERVAL, interval_start, "data_interval start"
     else:
         rule, start_argument = SCHEDULE_PERIOD, "run_context.period_start"
@@ -310,9 +313,13 @@ def _period_start(run_context: RunContext, interval_end: datetime) -> datetime:
             "run_context.period_start",
             f"run {run_context.run_id!r} has a zero-width data interval at {interval_end.isoformat()} "
             "(Airflow 3 cron schedules use CronTriggerTimetable), so the window needs the start of the "
-            "schedule period that ends at the run. The DeltaMerge operators fill it from the DAG's "
-            "timetable; when calling run_load yourself, pass period_start in the run context, or schedule "
-            "the DAG with CronDataIntervalTimetable to get real data intervals",
+            "schedule period that ends at the run: where the previous scheduled run's window ended. The "
+            "DeltaMerge operators ask the DAG's timetable for it, which cron, multiple-cron and delta "
+            "timetables and events answer; this run's timetable did not (the task log says why: a first "
+            "event, '@once', a custom timetable). Give the task its own window (`window=`), schedule the "
+            "DAG with a timetable whose runs have data intervals (CronDataIntervalTimetable, "
+            "DeltaDataIntervalTimetable, or a custom one returning real intervals), or, calling run_load "
+            "yourself, pass period_start in the run context",
         )
     if period_start >= interval_end:
         raise ConfigError(

@@ -336,3 +336,24 @@ def test_schema_contract_and_column_schema_reach_the_request_and_conf_only_tight
     with pytest.raises(ConfigError) as raised:
         merge_op(schema_contract="strict")
     assert raised.value.argument == "schema_contract"
+
+
+def test_backfill_plan_of_zoned_bounds_is_calendar_days_in_their_zone():
+    import pendulum
+
+    op = DeltaBackfillOperator(
+        task_id="bf",
+        incremental={"cursor_path": "ts"},
+        start=pendulum.datetime(2024, 10, 26, tz="Europe/Amsterdam"),
+        end=pendulum.datetime(2024, 10, 28, tz="Europe/Amsterdam"),
+        every="1 day",
+        **BASE,
+    )
+    windows = op.plan(context(conf={"start": "2024-10-27T00:00:00+02:00"}, run_type="manual"))
+    # conf's bound narrows the range; its fixed offset is the zone its days are counted in
+    assert windows == [
+        (datetime(2024, 10, 26, 22, tzinfo=UTC), datetime(2024, 10, 27, 22, tzinfo=UTC)),
+        (datetime(2024, 10, 27, 22, tzinfo=UTC), datetime(2024, 10, 27, 23, tzinfo=UTC)),
+    ]
+    whole = op.plan(context(run_type="manual"))
+    assert [b - a for a, b in whole] == [timedelta(hours=24), timedelta(hours=25)]  # Oct 27 has 25 hours

@@ -535,3 +535,37 @@ def test_as_dict_round_trips_every_cursor_type(cursor_type):
         run_type="scheduled",
     )
     assert Window.from_dict(json.loads(json.dumps(window.as_dict()))) == window
+
+
+def test_a_period_start_wins_over_a_real_interval_that_is_not_the_period():
+    """A trigger timetable's `interval=` of one day, on the 23-hour day of a spring-forward change: the
+    window is the period since the previous run, not the day before the run."""
+    window = resolve(
+        data_interval=(utc(2024, 3, 30, 1), utc(2024, 3, 31, 1)),
+        run_type="scheduled",
+        now=utc(2024, 5, 1),
+        period_start="2024-03-30T01:00:00Z",
+    )
+    assert (window.rule, window.start, window.end) == (
+        "schedule-period",
+        utc(2024, 3, 30, 1),
+        utc(2024, 3, 31, 1),
+    )
+    shorter = resolve(
+        data_interval=(utc(2024, 3, 31, 0), utc(2024, 4, 1, 0)),
+        run_type="scheduled",
+        now=utc(2024, 5, 1),
+        period_start="2024-03-31T01:00:00Z",
+    )
+    assert (shorter.start, shorter.end) == (utc(2024, 3, 31, 1), utc(2024, 4, 1, 0))
+
+
+def test_pendulum_bounds_in_any_zone_are_read_as_their_instants():
+    import pendulum
+
+    amsterdam = pendulum.datetime(2024, 3, 31, 3, tz="Europe/Amsterdam")  # 01:00 UTC, just after the change
+    window = resolve(
+        data_interval=(amsterdam.subtract(hours=23), amsterdam), run_type="scheduled", now=utc(2024, 5, 1)
+    )
+    assert (window.start, window.end) == (utc(2024, 3, 30, 2), utc(2024, 3, 31, 1))
+    assert type(window.start) is datetime and window.start + timedelta(hours=1) > window.start
