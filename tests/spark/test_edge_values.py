@@ -19,6 +19,7 @@ from airflow_provider_deltamerge import (
     DeltaMergeError,
     DuplicateKeyError,
     Incremental,
+    SequenceError,
     run_load,
 )
 from airflow_provider_deltamerge.errors import TruncationWarning
@@ -257,3 +258,18 @@ def test_delete_insert_keeps_one_row_of_both_zeros_and_dedup_sort_picks_it(spark
     run_load([{"k": 0.0, "v": 1}, {"k": -0.0, "v": 3}, {"k": 0.0, "v": 2}], spark=spark, **arguments)
     rows = DeltaTable(f"{dataset}/t").to_pyarrow_table().to_pylist()
     assert [(repr(r["k"]), r["v"]) for r in rows] == [("0.0", 3)]
+
+
+def test_a_float_sequence_orders_events_one_way_in_a_batch_and_across_loads(spark, dataset):
+    arguments = {**STRATEGIES["upsert"], "sequence_by": "s", "dataset": dataset, "table_name": "t"}
+    batch = [{"id": 1, "s": 5.0, "v": 1}, {"id": 1, "s": math.nan, "v": 2}, {"id": 2, "s": 0.0, "v": 3}]
+    run_load(batch, spark=spark, **arguments)  # NaN is newer than any number, as Spark orders it
+    later = run_load(
+        [{"id": 1, "s": math.inf, "v": 4}, {"id": 2, "s": -0.0, "v": 5}], spark=spark, **arguments
+    )
+    rows = DeltaTable(f"{dataset}/t").to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["v"], repr(r["s"])) for r in rows) == [(1, 2, "nan"), (2, 3, "0.0")]
+    assert later.metrics["numEventsSkippedStale"] == 2  # inf is older than NaN; -0.0 is 0.0, not newer
+    with pytest.raises(SequenceError):  # 0.0 and -0.0 are one sequence: a tie
+        run_load([{"id": 3, "s": 0.0, "v": 6}, {"id": 3, "s": -0.0, "v": 7}], spark=spark, **arguments)
+    assert DeltaTable(f"{dataset}/t").version() == later.table_version
