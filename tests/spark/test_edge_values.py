@@ -273,3 +273,26 @@ def test_a_float_sequence_orders_events_one_way_in_a_batch_and_across_loads(spar
     with pytest.raises(SequenceError):  # 0.0 and -0.0 are one sequence: a tie
         run_load([{"id": 3, "s": 0.0, "v": 6}, {"id": 3, "s": -0.0, "v": 7}], spark=spark, **arguments)
     assert DeltaTable(f"{dataset}/t").version() == later.table_version
+
+
+@pytest.mark.writer_independent
+@pytest.mark.parametrize(
+    ("scale", "values"),
+    [
+        (0, [Decimal(WIDEST - 2), Decimal(WIDEST - 1), Decimal(WIDEST)]),
+        (2, [Decimal("1.24"), Decimal("1.25"), Decimal("7.5")]),
+    ],
+)
+def test_a_decimal_cursor_moves_on_and_filters_the_next_load(spark, dataset, scale, values):
+    arguments = {
+        "dataset": dataset,
+        "table_name": "t",
+        "incremental": Incremental("c"),
+        "columns": {"c": {"data_type": "decimal", "precision": 38, "scale": scale}},
+    }
+    older, first, newer = values
+    run_load([{"id": 1, "c": first}], spark=spark, **arguments)
+    info = run_load([{"id": 2, "c": older}, {"id": 3, "c": newer}], spark=spark, **arguments)
+    rows = DeltaTable(f"{dataset}/t").to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["c"]) for r in rows) == [(1, first), (3, newer)]  # the older row filtered
+    assert info.metrics["rows_staged"] == 1
