@@ -107,15 +107,32 @@ class RowIdError(SourceError):
 
 
 class CastError(SourceError):
-    """A value cannot be stored as its column's declared type without loss."""
+    """A value cannot be stored as its column's declared type (or, undeclared, as any type Delta has)
+    without loss. `problem`, where given, says why in place of the declared type's sentence."""
 
-    def __init__(self, column: str, value: Any, declared: str, row_key: dict[str, Any]):
+    def __init__(
+        self, column: str, value: Any, declared: str, row_key: dict[str, Any], problem: str | None = None
+    ):
         self.column, self.value, self.declared, self.row_key = column, value, declared, row_key
+        self.problem = problem
+        shown = repr(value) if len(repr(value)) <= _SHOWN_VALUE else repr(value)[:_SHOWN_VALUE] + "..."
         super().__init__(
-            f"column {column!r} is declared {declared}, but the value {value!r} of the row {row_key} "
-            "cannot be stored as that type without loss. Nothing was loaded. Fix the value in the source, "
-            "or change the column's data_type."
+            f"column {column!r}: "
+            + (
+                problem
+                or f"it is declared {declared}, but the value {shown} of the row {row_key} cannot be "
+                "stored as that type without loss"
+            )
+            + ". Nothing was loaded. Fix the value in the source, or change the column's data_type."
         )
+
+
+_SHOWN_VALUE = 200  # characters of a value a message shows
+
+
+class TruncationWarning(UserWarning):
+    """Values were stored with less precision than the batch held (Delta stores timestamps in
+    microseconds): a warning, where the loss cannot change which rows are which."""
 
 
 class NullValueError(SourceError):

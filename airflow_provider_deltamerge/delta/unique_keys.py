@@ -21,13 +21,28 @@ def check_arrow(data: pa.Table, plan: MergePlan) -> None:
 def check_arrow_key(data: pa.Table, key: tuple[str, ...], strategy: str) -> None:
     """Refuse Arrow rows in which `key` occurs more than once, naming some of its values."""
     keys = list(key)
-    if not keys or data.num_rows == 0 or _distinct_single_key(data, keys):
+    if not keys or data.num_rows == 0:
+        return
+    data = by_value(data.select(keys))
+    if _distinct_single_key(data, keys):
         return
     duplicated = duplicated_keys(data, keys)
     if duplicated.num_rows:
         rows = duplicated.slice(0, EXAMPLES).to_pylist()
         examples = sorted((tuple(r[c] for c in keys) for r in rows), key=repr)
         raise DuplicateKeyError(tuple(key), strategy, examples, duplicated.num_rows)
+
+
+def by_value(data: pa.Table) -> pa.Table:
+    """`data` with its float columns compared by value, as Spark and every merge compare them: -0.0 as
+    0.0 and every NaN as one NaN (Arrow's grouping compares their bits)."""
+    for position, field in enumerate(data.schema):
+        if pa.types.is_floating(field.type):
+            column = data.column(position)
+            zero, nan = pa.scalar(0.0, field.type), pa.scalar(float("nan"), field.type)
+            column = pc.if_else(pc.equal(column, zero), zero, column)
+            data = data.set_column(position, field, pc.if_else(pc.is_nan(column), nan, column))
+    return data
 
 
 def duplicated_keys(data: pa.Table, keys: list[str]) -> pa.Table:

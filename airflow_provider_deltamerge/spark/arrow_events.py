@@ -97,12 +97,25 @@ def raw_profile(arrow: pa.Table, events: Events, key_columns: list[str]) -> Prof
     return Profile(arrow.num_rows, values)
 
 
+_IS_NAN = "__is_nan"  # a sort helper: never a column of the events (they hold no "__" columns)
+
+
 def newest_per_key(arrow: pa.Table, events: Events, key: tuple[str, ...], sequence_count: int):
     """Each key's newest event (greatest sequence, then first in the input), its helper columns dropped,
     and how many events differ from the one before them at their key's sequence (ties)."""
     sequence = sequence_columns(sequence_count)
-    order = [(c, "ascending") for c in key] + [(c, "descending") for c in sequence]
-    ordered = arrow.take(pc.sort_indices(arrow, sort_keys=[*order, (INPUT_ORDER, "ascending")]))
+    order = [(c, "ascending") for c in key]
+    nan_first = {}  # Arrow puts NaN last in either direction; to Spark it is greater than any number
+    for column in sequence:
+        values = arrow.column(column)
+        if pa.types.is_floating(values.type):
+            nan_first[f"{column}{_IS_NAN}"] = pc.fill_null(pc.is_nan(values), False)
+            order.append((f"{column}{_IS_NAN}", "descending"))
+        order.append((column, "descending"))
+    sortable = arrow
+    for name, flags in nan_first.items():
+        sortable = sortable.append_column(name, flags)
+    ordered = arrow.take(pc.sort_indices(sortable, sort_keys=[*order, (INPUT_ORDER, "ascending")]))
     if ordered.num_rows == 0:
         return ordered.drop_columns(list(events.helpers)), 0
     same_key = _same_as_previous(ordered, key)

@@ -9,13 +9,14 @@ a NULL in a column declared `nullable: False` is refused.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import CastError, NullValueError, SchemaError
+from ..errors import CastError, NullValueError, SchemaError, TruncationWarning
 from ..spec.columns import ColumnSchema, storage_type
 from ..spec.naming import HELPER_PREFIX
 
@@ -34,6 +35,8 @@ _SIMPLE_TYPES = {
     "date": T.DateType,
     "binary": T.BinaryType,
 }
+_NANOS = r"[.,][0-9]{6}[0-9]*[1-9]"  # text whose fraction of a second has a digit past microseconds
+_TIMESTAMPS = (T.TimestampType, T.TimestampNTZType)
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NESTED = (T.StructType, T.ArrayType, T.MapType)
 _BAD = HELPER_PREFIX + "bad_"
@@ -50,13 +53,20 @@ def spark_type(column: ColumnSchema) -> T.DataType:
 
 
 def cast_to_declared(
-    df: DataFrame, declared: dict[str, ColumnSchema], key: tuple[str, ...], table: str
+    df: DataFrame,
+    declared: dict[str, ColumnSchema],
+    key: tuple[str, ...],
+    table: str,
+    exact: frozenset[str] = frozenset(),
 ) -> DataFrame:
     """The batch with each declared column in its declared type (absent ones as typed NULLs); raises
-    CastError for a value that cannot be stored so, NullValueError for a NULL in a required column."""
+    CastError for a value that cannot be stored so, NullValueError for a NULL in a required column.
+    Text with nanoseconds cast to a timestamp loses them with a TruncationWarning, or is refused in the
+    `exact` columns (`spark.identifying`)."""
     present = {f.name: f.dataType for f in df.schema.fields}
     casts: dict[str, Column] = {}
     losses: dict[str, Column] = {}
+    dropped: dict[str, Column] = {}
     for name, column in declared.items():
         if column.data_type is None:
             continue
@@ -67,7 +77,13 @@ def cast_to_declared(
         cast, lost = _cast(name, present[name], column, target)
         _check_castable(df, name, cast, column, present[name], table)
         casts[name], losses[name] = cast, lost
+        if isinstance(target, _TIMESTAMPS) and isinstance(present[name], T.StringType):
+            if name in exact:
+                losses[name] = lost | F.col(_quoted(name)).rlike(_NANOS)
+            else:
+                dropped[name] = F.col(_quoted(name)).rlike(_NANOS)
     _refuse_losses(df, losses, declared, key)
+    _warn_of_nanoseconds(df, dropped)
     typed = df.withColumns(casts) if casts else df
     required = [name for name, column in declared.items() if column.required]
     _refuse_nulls(typed, required, key)
@@ -91,7 +107,40 @@ def _cast(name: str, source_type: T.DataType, column: ColumnSchema, target: T.Da
         cast = _try_cast(name, T.TimestampType()).cast(target)
     if data_type == "timestamp" and column.precision is not None and column.precision < 6:
         cast = _truncated(cast, column.precision, target)
-    return cast, source.isNotNull() & (cast.isNull() | _changed(name, source_type, cast, target))
+    changed = _changed(name, source_type, cast, target)
+    if isinstance(target, T.DecimalType):
+        changed = _decimal_lost(name, source_type, cast, target)
+    return cast, source.isNotNull() & (cast.isNull() | changed)
+
+
+def _warn_of_nanoseconds(df: DataFrame, dropped: dict[str, Column]) -> None:
+    if not dropped:
+        return
+    examples = (F.max(F.when(lost, F.col(_quoted(name)))).alias(name) for name, lost in dropped.items())
+    found = df.select(*examples).first()
+    for name in dropped:
+        if found[name] is not None:
+            warnings.warn(
+                f"column {name!r} holds nanoseconds (e.g. {found[name]!r}); Delta stores microseconds, so "
+                "they are dropped",
+                TruncationWarning,
+                stacklevel=3,
+            )
+
+
+def _decimal_lost(name: str, source_type: T.DataType, cast: Column, target: T.DecimalType) -> Column:
+    """Whether a cast to a decimal rounded the number (Spark rounds to the scale without a word)."""
+    source = F.col(_quoted(name))
+    if isinstance(source_type, T.StringType):
+        text = F.trim(source)
+        beyond_scale = text.rlike(rf"^[+-]?[0-9]*\.[0-9]{{{target.scale}}}[0-9]*[1-9]")
+        exponent = text.rlike("[eE]") & (cast.cast("double") != _try_cast(name, T.DoubleType()))
+        return beyond_scale | exponent
+    if isinstance(source_type, T.DecimalType):  # digits past the target's scale (too many before: NULL)
+        return F.round(source, target.scale) != source if source_type.scale > target.scale else F.lit(False)
+    if isinstance(source_type, (T.FloatType, T.DoubleType)):
+        return cast.cast(source_type) != source  # a decimal is always a double (NaN, inf: NULL)
+    return F.lit(False)
 
 
 def _try_cast(name: str, target: T.DataType) -> Column:

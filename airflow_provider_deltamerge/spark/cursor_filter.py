@@ -11,6 +11,7 @@ import copy
 import logging
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -246,8 +247,8 @@ def _literal(value: Any, cursor_type: str) -> Column:
         return F.lit(value.isoformat()).cast("timestamp")  # carries its +00:00 offset
     if cursor_type == "timestamp_ntz":
         return F.lit(value.isoformat()).cast("timestamp_ntz")
-    if cursor_type == "int":
-        return F.lit(value).cast("long")
+    if cursor_type == "int":  # a decimal(p,0) cursor's values may lie past a long's range
+        return F.lit(value).cast("long") if -(2**63) <= value < 2**63 else F.lit(Decimal(value))
     if cursor_type == "float":
         return F.lit(float(value)).cast("double")
     return F.lit(value)
@@ -299,6 +300,8 @@ def _quoted(name: str) -> Column:
 def _python_value(collected: Any, cursor_type: str) -> Any:
     if collected is None:
         return None
+    if isinstance(collected, Decimal):  # a decimal cursor: an integer where its scale is 0, else a float,
+        return int(collected) if cursor_type == "int" else float(collected)  # as Spark compares it
     if cursor_type == "timestamp":
         return EPOCH + timedelta(microseconds=collected)
     if cursor_type == "timestamp_ntz":

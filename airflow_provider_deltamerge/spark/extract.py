@@ -10,12 +10,15 @@ import importlib
 import importlib.metadata
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 
 from ..errors import ConfigError, SourceError
 from ..spec.sources import WINDOW_PARAMETERS, source_kind
+from .arrow_values import column_array, in_micros
 
 _PARAMETER_RE = {name: re.compile(rf":{name}\b") for name in WINDOW_PARAMETERS}
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4
@@ -39,19 +42,61 @@ def is_rows(data: Any) -> bool:
     return isinstance(data, (list, tuple))
 
 
-def to_dataframe(spark, data, normalizer=None):
+def to_dataframe(spark, data, normalizer=None, values: ValueRules | None = None):
     """The batch as a DataFrame: a DataFrame as is, a pandas DataFrame or a list of dicts through Arrow
     (a list's keys unioned in order; naive timestamps read as UTC in both). `normalizer`
-    (`spec.normalize.RowNormalizer`) shapes a list's rows first, as dlt's normaliser does."""
+    (`spec.normalize.RowNormalizer`) shapes a list's rows first, as dlt's normaliser does; `values`
+    says which columns hold declared decimals and which must keep every digit (`spark.arrow_values`)."""
     check_data(data)
+    values = values or ValueRules()
     if _is_spark(data):
         return data
     if _is_pandas(data):
-        table = pa.Table.from_pandas(data, preserve_index=False)
-        as_stored = pa.schema([_utc_micros(f) for f in table.schema])
-        return arrow_to_spark(spark, table.cast(as_stored, safe=False))  # Delta keeps microseconds
+        return arrow_to_spark(
+            spark, in_micros(pandas_to_arrow(data, values), values.exact)
+        )  # Delta keeps microseconds
     rows = list(data)
-    return arrow_to_spark(spark, rows_to_arrow(normalizer.rows(rows) if normalizer is not None else rows))
+    rows = normalizer.rows(rows) if normalizer is not None else rows
+    return arrow_to_spark(spark, in_micros(rows_to_arrow(rows, values), values.exact))
+
+
+@dataclass(frozen=True)
+class ValueRules:
+    """What turning values into Arrow needs of the load, by stored column name: each declared decimal
+    column's Arrow type, the key columns that name a row in a message, and the columns that must keep
+    every digit (`spark.identifying`). `normalize` gives a source's names (pandas) as stored."""
+
+    decimals: dict[str, pa.DataType] = field(default_factory=dict)
+    keys: tuple[str, ...] = ()
+    identifying: frozenset[str] = frozenset()
+    normalize: Callable[[str], str] = str
+
+    def exact(self, name: str) -> bool:
+        return name in self.identifying or self.normalize(name) in self.identifying
+
+    def decimal(self, name: str) -> pa.DataType | None:
+        return self.decimals.get(name) or self.decimals.get(self.normalize(name))
+
+
+def pandas_to_arrow(frame, values: ValueRules) -> pa.Table:
+    """A pandas DataFrame as Arrow; its columns of Python decimals (or declared decimal) built exactly
+    (`spark.arrow_values`), the rest as pandas converts them."""
+    decimals = [
+        name
+        for name in frame.columns
+        if frame[name].dtype == object
+        and (values.decimal(str(name)) is not None or any(isinstance(v, Decimal) for v in frame[name]))
+    ]
+    table = pa.Table.from_pandas(frame.drop(columns=decimals), preserve_index=False)
+    for name in decimals:
+        column = [None if _missing(v) else v for v in frame[name].tolist()]
+        array = column_array(str(name), column, values.decimal(str(name)), lambda i: {"row": i})
+        table = table.add_column(list(frame.columns).index(name), str(name), array)
+    return table
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def arrow_to_spark(spark, table: pa.Table):
@@ -79,19 +124,14 @@ def _in_micros(field: pa.Field) -> pa.Field:
     return field
 
 
-def _utc_micros(field: pa.Field) -> pa.Field:
-    """Timestamps in microseconds, naive ones read as UTC (pandas holds nanoseconds)."""
-    if pa.types.is_timestamp(field.type):
-        return field.with_type(pa.timestamp("us", tz=field.type.tz or "UTC"))
-    return field
-
-
-def rows_to_arrow(rows: list[dict]) -> pa.Table:
+def rows_to_arrow(rows: list[dict], values: ValueRules | None = None) -> pa.Table:
     """Columns are the union of the rows' keys in order of first appearance; a missing key is null.
 
     Naive datetimes are read as UTC (as dlt does); a column whose values Arrow cannot type as one kind
-    (say ints and strings) fails with the column's name.
+    (say ints and strings) fails with the column's name, as does a value no Arrow type holds exactly
+    (`spark.arrow_values`).
     """
+    values = values or ValueRules()
     columns: dict[str, None] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
@@ -99,23 +139,23 @@ def rows_to_arrow(rows: list[dict]) -> pa.Table:
                 f"row {i} is a {type(row).__name__}, not a dict; pass a list of dicts or a DataFrame"
             )
         columns.update(dict.fromkeys(row))
+
+    def row_key(position: int) -> dict:
+        named = {key: rows[position].get(key) for key in values.keys if key in rows[position]}
+        return named or {"row": position}
+
     arrays = {}
     for name in columns:
-        values = [row.get(name) for row in rows]
+        column = [row.get(name) for row in rows]
+        declared = values.decimals.get(name)
         try:
-            array = pa.array(values)
+            array = column_array(name, column, declared, row_key, values.exact(name))
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise SourceError(
                 f"column {name!r} mixes value types that cannot share one column: {exc}"
             ) from exc
-        arrays[name] = _utc_if_naive(array)
+        arrays[name] = array  # naive timestamps read as UTC by `in_micros`
     return pa.table(arrays) if arrays else pa.table({})
-
-
-def _utc_if_naive(array: pa.Array) -> pa.Array:
-    if pa.types.is_timestamp(array.type) and array.type.tz is None:
-        return array.cast(pa.timestamp(array.type.unit, tz="UTC"))
-    return array
 
 
 def load_callable(path: str) -> Callable[..., Any]:

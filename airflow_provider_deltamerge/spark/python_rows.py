@@ -7,26 +7,50 @@ layout never changes silently). The rows are converted once: normalised in Pytho
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import types as T
 
 from ..spec.columns import dlt_type_of, merged_columns, parse_column_schema
 from ..spec.naming import direct, naming_convention
 from ..spec.normalize import RowNormalizer
 from . import frames
-from .extract import is_rows, to_dataframe
+from .casting import spark_type
+from .extract import ValueRules, is_rows, to_dataframe
+from .identifying import identifying_columns, one_value_per_number
 
 
 def extracted(spark, data, request, table_schema: T.StructType | None, stored_columns):
     """The batch as a DataFrame with stored column names and its input order; Python rows normalised
-    (their names are stored names already, flattened ones included)."""
+    (their names are stored names already, flattened ones included). Declared decimals are built in their
+    type, exactly (`spark.arrow_values`); the float values of the columns that tell rows apart are one per
+    number (`spark.identifying`)."""
     normalize = naming_convention(request.naming)
     normalizer = row_normalizer(request, table_schema, stored_columns) if is_rows(data) else None
-    df = to_dataframe(spark, data, normalizer)
+    identifying = identifying_columns(request)
+    rules = ValueRules(
+        decimals=_declared_decimals(request, stored_columns),
+        keys=tuple(request.hints.primary_key or request.hints.merge_key),
+        identifying=identifying,
+        normalize=normalize,
+    )
+    df = to_dataframe(spark, data, normalizer, rules)
     if normalizer is not None:
         normalize = direct
     ordered = frames.with_input_order(df)  # one schema asked of Spark for both: a round trip on Connect
     frames.check_no_helper_columns(ordered.columns[:-1], normalize)
-    return frames.rename_columns(ordered, normalize)
+    return one_value_per_number(frames.rename_columns(ordered, normalize), identifying)
+
+
+def _declared_decimals(request, stored_columns) -> dict[str, pa.DataType]:
+    """Each column declared decimal (or wei): its Arrow type, by its stored name."""
+    given = {name: column.to_dict() for name, column in request.declared.items()}
+    declared = parse_column_schema(merged_columns(stored_columns, given))
+    types = {name: spark_type(column) for name, column in declared.items() if column.data_type}
+    return {
+        name: pa.decimal128(kind.precision, kind.scale)
+        for name, kind in types.items()
+        if isinstance(kind, T.DecimalType)
+    }
 
 
 def row_normalizer(request, table_schema: T.StructType | None, stored_columns) -> RowNormalizer:

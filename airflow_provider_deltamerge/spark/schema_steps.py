@@ -20,6 +20,7 @@ from ..spec.columns import ColumnSchema, merged_columns, parse_column_schema, st
 from ..spec.naming import naming_convention
 from .casting import cast_to_declared
 from .contract import apply_schema_contract
+from .identifying import identifying_columns, one_value_per_number
 from .nested import column_shapes
 
 
@@ -42,7 +43,9 @@ def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFram
     declared = parse_column_schema(columns)
     _refuse_changed_types(stored_columns, declared, request.table)
     keys = request.hints.primary_key or request.hints.merge_key
-    batch = cast_to_declared(batch, declared, keys, request.table)
+    identifying = identifying_columns(request)
+    batch = cast_to_declared(batch, declared, keys, request.table, identifying)
+    batch = one_value_per_number(batch, identifying)  # and those the casts made floats
     table_schema = table.schema if table is not None else None
     fixed = frozenset(declared) | set(request.hints.primary_key) | set(request.hints.merge_key)
     fixed |= _arrays(batch, request)  # their rows go to child tables (or JSON text), not to this table

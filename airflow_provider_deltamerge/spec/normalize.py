@@ -18,6 +18,7 @@ dlt, whose Arrow and pandas items skip the normaliser):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time
@@ -32,6 +33,7 @@ LAYOUTS = ("flatten", "struct")
 SEPARATOR = "__"
 UNLIMITED_NESTING = 1000  # dlt's default max_table_nesting
 _AS_TEXT_TYPES = ("json", "text")  # a dict or list in a column declared so is one value
+_NANOSECONDS = re.compile(r"[.,][0-9]{6}[0-9]*[1-9]")  # a fraction of a second past microseconds
 _TRUE, _FALSE = ("true", "yes", "1", "on", "t", "y"), ("false", "no", "0", "off", "f", "n")
 
 
@@ -142,6 +144,8 @@ def _to_bool(value: Any) -> bool:
 def _to_timestamp(value: Any) -> datetime:
     if isinstance(value, bool) or not isinstance(value, (datetime, date, int, float, str)):
         raise ValueError(f"{value!r} is not a timestamp")
+    if isinstance(value, str) and _NANOSECONDS.search(value):  # a datetime would drop them unsaid
+        raise ValueError(f"{value!r} has digits of a second past microseconds")
     return parse_instant(value)  # naive values are UTC, as dlt reads them
 
 

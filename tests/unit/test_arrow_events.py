@@ -56,6 +56,21 @@ def test_nan_and_null_equal_themselves_as_in_sparks_comparison_of_rows():
     assert ties == 0
 
 
+def test_a_nan_sequence_is_newer_than_any_number_as_in_sparks_order():
+    nan, inf = float("nan"), float("inf")
+    rows = [
+        (1, 5.0, "u", 1.0),
+        (1, nan, "u", 2.0),
+        (1, inf, "u", 3.0),
+        (2, -inf, "u", 4.0),
+        (2, 0.0, "u", 5.0),
+    ]
+    for order in (rows, rows[::-1]):
+        newest, ties = newest_per_key(collected(order), EVENTS, ("id",), 1)
+        assert ties == 0
+        assert [(r["id"], r["v"]) for r in newest.to_pylist()] == [(1, 2.0), (2, 5.0)]
+
+
 def test_an_empty_batch_stays_empty():
     newest, ties = newest_per_key(collected([(1, 1, "u", 1.0)]).slice(0, 0), EVENTS, ("id",), 1)
     assert (newest.num_rows, ties) == (0, 0)

@@ -101,3 +101,12 @@ def test_nested_layout_is_checked_and_travels_in_the_request_json():
     with pytest.raises(ConfigError) as error:
         LoadRequest.create(dataset="/tmp/d", table_name="t", nested_layout="tree")
     assert error.value.argument == "nested_layout"
+
+
+def test_text_with_nanoseconds_is_not_coerced_to_a_timestamp_that_would_drop_them():
+    nanos = "2024-01-02T03:00:00.123456789Z"
+    got = rows([{"t": datetime(2024, 1, 2, 3)}, {"t": nanos}, {"t": "2024-01-02T03:00:00.5Z"}])
+    assert got[1] == {"t__v_text": nanos}  # kept whole, in the variant column
+    assert got[2]["t"] == datetime(2024, 1, 2, 3, 0, 0, 500000, tzinfo=timezone.utc)
+    declared = rows([{"t": datetime(2024, 1, 2, 3)}, {"t": nanos}], declared={"t": "timestamp"})
+    assert declared[1] == {"t": nanos}  # as text: the cast to the declared type says what it drops

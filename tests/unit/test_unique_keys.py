@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import math
+import struct
 
 import pyarrow as pa
 import pytest
@@ -39,6 +41,28 @@ def test_an_integer_key_is_refused_exactly_when_a_value_repeats(values):
         return
     assert refused is not None and refused.duplicate_keys == len(expected)
     assert set(refused.examples) <= expected and len(refused.examples) == min(EXAMPLES, len(expected))
+
+
+def one_value(value):
+    """The reference's key equality for floats: by value, as every merge compares them (0.0 equals -0.0,
+    NaN equals NaN, whatever its bits)."""
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return 0.0 if value == 0 else value
+
+
+FLOATS = [0.0, -0.0, math.nan, -math.nan, struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.sampled_from([*FLOATS, 1.5, math.inf, -math.inf, 5e-324])), max_size=30)
+)
+def test_a_float_key_is_refused_exactly_when_a_value_repeats_by_value_not_by_bits(values):
+    refused = checked(pa.table({"k": pa.array(values, pa.float64())}), ("k",))
+    expected = duplicated_keys([(one_value(v),) for v in values])
+    assert (refused.duplicate_keys if refused else 0) == len(expected)
+    assert refused is None or {(one_value(e[0]),) for e in refused.examples} <= expected
 
 
 @settings(max_examples=150, deadline=None)
