@@ -20,8 +20,8 @@ if [ "${java_major:-0}" -lt 17 ]; then
 fi
 
 python=${PYTHON:-python3}
-if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
-  echo "error: Python 3.10 or newer is required ($python)." >&2
+if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+  echo "error: Python 3.11 or newer is required (both pinned sets need it) ($python)." >&2
   exit 1
 fi
 
