@@ -11,6 +11,7 @@ from datetime import date, datetime
 
 from ..plan.expressions import SOURCE, TARGET, Expr, render
 from ..plan.merge import Clause, MergePlan, Operation
+from ..spec.naming import backticked
 from .writer import USER_METADATA, CommitRequest
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -28,9 +29,7 @@ OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 class SparkSqlDialect:
     """Spark SQL as Delta's builder parses it: backtick identifiers, TIMESTAMP literals with an offset."""
 
-    @staticmethod
-    def quote(name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
+    quote = staticmethod(backticked)
 
     @staticmethod
     def timestamp(value: datetime) -> str:

@@ -26,7 +26,7 @@ def extracted(spark, data, request, table_schema: T.StructType | None, stored_co
         normalize = direct
     ordered = frames.with_input_order(df)  # one schema asked of Spark for both: a round trip on Connect
     frames.check_no_helper_columns(ordered.columns[:-1], normalize)
-    return frames.rename_columns(ordered, normalize)
+    return frames.rename_columns(ordered, normalize, request.table)
 
 
 def row_normalizer(request, table_schema: T.StructType | None, stored_columns) -> RowNormalizer:
@@ -45,4 +45,5 @@ def row_normalizer(request, table_schema: T.StructType | None, stored_columns) -
         keys=frozenset(request.hints.primary_key) | frozenset(request.hints.merge_key),
         max_table_nesting=request.max_table_nesting,
         layout=layout,
+        table=request.table,
     )

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from ..errors import ConfigError, SchemaError
 from ..plan.nested import plan_nested
 from ..spec.columns import ColumnSchema, merged_columns, parse_column_schema, storage_type
-from ..spec.naming import naming_convention
+from ..spec.naming import check_distinct_names, naming_convention
 from .casting import cast_to_declared
 from .contract import apply_schema_contract
 from .nested import column_shapes
@@ -41,9 +41,11 @@ def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFram
     columns = merged_columns(stored_columns, given)
     declared = parse_column_schema(columns)
     _refuse_changed_types(stored_columns, declared, request.table)
+    table_schema = table.schema if table is not None else None
+    check_distinct_names(request.table, batch.columns, table_schema.fieldNames() if table_schema else ())
+    check_distinct_names(request.table, batch.columns, declared, "declared in columns")
     keys = request.hints.primary_key or request.hints.merge_key
     batch = cast_to_declared(batch, declared, keys, request.table)
-    table_schema = table.schema if table is not None else None
     fixed = frozenset(declared) | set(request.hints.primary_key) | set(request.hints.merge_key)
     fixed |= _arrays(batch, request)  # their rows go to child tables (or JSON text), not to this table
     contracted = apply_schema_contract(batch, table_schema, request.table, request.contract, frozenset(fixed))
