@@ -28,6 +28,7 @@ from ..spec.storage import store_of
 from . import checkpoints, read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .locking import local_path
+from .storage import LOAD_UNCHANGED, store_errors, store_write_errors
 from .writer import (
     USER_METADATA,
     CommitRequest,
@@ -126,10 +127,11 @@ class DeltaRsWriter:
     def snapshot(self, spark, path: str) -> DeltaRsSnapshot | None:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        try:
-            table = DeltaTable(path, storage_options=self.storage_options)
-        except TableNotFoundError:
-            return None
+        with store_errors(path, self.storage_options, LOAD_UNCHANGED):
+            try:
+                table = DeltaTable(path, storage_options=self.storage_options)
+            except TableNotFoundError:
+                return None
         arrow_schema = pa.schema(table.schema().to_arrow())
         partitions = tuple(table.metadata().partition_columns)
         return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema), partitions)
@@ -199,12 +201,13 @@ class DeltaRsWriter:
             streamed_exec=not in_memory,
             commit_properties=properties,
         )
-        copied = _spelled_copies(transfer.schema.names, plan.helper_columns, dialect)
+        copied = spelled_copies(transfer.schema.names, plan.helper_columns, dialect)
         for clause in plan.clauses:
             merger = _add_clause(merger, clause, list(plan.helper_columns), dialect, copied)
-        metrics = merge_metrics(transfer.run(merger.execute))
-        if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
-            self._empty_commit(snapshot.table, properties)
+        with store_write_errors(path, self.storage_options):
+            metrics = merge_metrics(transfer.run(merger.execute))
+            if snapshot.table.version() == snapshot.version:  # nothing changed: delta-rs wrote no commit
+                self._empty_commit(snapshot.table, properties)
         landed = rs_history.landed_commit(snapshot.table, snapshot.version, request.load_id)
         checkpoints.after_commits(snapshot.table, snapshot.version)
         return CommitResult(int(landed["version"]), metrics)
@@ -223,24 +226,25 @@ class DeltaRsWriter:
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
         created = snapshot is None
-        transfer.run(
-            lambda: write_deltalake(
-                snapshot.table if snapshot is not None else path,
-                data,
-                mode="overwrite" if overwrite else "append",
-                schema_mode="merge",
-                partition_by=(list(request.layout.partition_by) or None) if created else None,
-                predicate=render(plan.replace_where, DataFusionDialect())
-                if plan.replace_where is not None
-                else None,
-                target_file_size=TARGET_FILE_BYTES,
-                # the load's own properties only: the file size is given to each write, as open-source
-                # Delta refuses to set delta.targetFileSize (a Databricks property)
-                configuration=(dict(request.table_properties) or None) if created else None,
-                commit_properties=properties,
-                storage_options=self.storage_options if created else None,
+        with store_write_errors(path, self.storage_options):
+            transfer.run(
+                lambda: write_deltalake(
+                    snapshot.table if snapshot is not None else path,
+                    data,
+                    mode="overwrite" if overwrite else "append",
+                    schema_mode="merge",
+                    partition_by=(list(request.layout.partition_by) or None) if created else None,
+                    predicate=render(plan.replace_where, DataFusionDialect())
+                    if plan.replace_where is not None
+                    else None,
+                    target_file_size=TARGET_FILE_BYTES,
+                    # the load's own properties only: the file size is given to each write, as open-source
+                    # Delta refuses to set delta.targetFileSize (a Databricks property)
+                    configuration=(dict(request.table_properties) or None) if created else None,
+                    commit_properties=properties,
+                    storage_options=self.storage_options if created else None,
+                )
             )
-        )
         table = (
             snapshot.table if snapshot is not None else DeltaTable(path, storage_options=self.storage_options)
         )
@@ -334,7 +338,7 @@ def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
     return snapshot.row_count() if plan.replace_where is None else None
 
 
-def _spelled_copies(columns, helpers, dialect) -> dict[str, str] | None:
+def spelled_copies(columns, helpers, dialect) -> dict[str, str] | None:
     """{target column: the source column of the same name}, quoted, for "update all" and "insert all"
     where delta-rs cannot spell them itself: it puts each name in backticks without doubling one inside,
     so a name holding a backtick does not parse. None (delta-rs's own `*`) for every other batch."""
