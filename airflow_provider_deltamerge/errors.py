@@ -60,6 +60,25 @@ class ColumnNameError(ConfigError):
         )
 
 
+class InvalidColumnNameError(ConfigError):
+    """A column name with a character Delta Lake does not allow in column names of a table without
+    column mapping (`characters`): the delta-spark writer could never write the table, so neither
+    writer creates such a column."""
+
+    CHARACTERS = " ,;{}()\n\t="
+
+    def __init__(self, table: str, name: str):
+        self.table, self.name = table, name
+        found = sorted({c for c in name if c in self.CHARACTERS})
+        super().__init__(
+            "naming",
+            f"table {table!r}: column {name!r} holds {''.join(found)!r}; Delta Lake does not allow any of "
+            f"{self.CHARACTERS!r} in a column name (without column mapping), so no writer stores it. "
+            "Nothing was loaded. Rename the column in the source, or use naming='snake_case', which never "
+            "makes them.",
+        )
+
+
 class SourceError(DeltaMergeError):
     """The data to load breaks a rule: a missing or null key, duplicate keys, a bad cursor."""
 

@@ -25,6 +25,7 @@ from ..spec.naming import (
     ROW_ID,
     check_distinct_names,
     check_folder_name,
+    check_storable_names,
     check_table_location,
     name_key,
 )
@@ -200,6 +201,7 @@ def check_child_tables(plan: NestedPlan, dataset: str) -> None:
         made_by[table.name] = table
         names = [c.name for c in table.columns]
         check_distinct_names(table.name, names)
+        check_storable_names(table.name, names)
         system = {name_key(c) for c in CHILD_SYSTEM_COLUMNS}
         taken = sorted({n for n in names if name_key(n) in system})
         if taken:

@@ -18,7 +18,7 @@ from ..errors import ConfigError, SchemaError
 from ..plan.nested import plan_nested
 from ..plan.scd2 import Scd2Settings
 from ..spec.columns import ColumnSchema, merged_columns, parse_column_schema, storage_type
-from ..spec.naming import LOAD_ID, ROW_ID, check_distinct_names, naming_convention
+from ..spec.naming import LOAD_ID, ROW_ID, check_distinct_names, check_storable_names, naming_convention
 from .casting import cast_to_declared
 from .contract import apply_schema_contract
 from .nested import column_shapes
@@ -46,6 +46,7 @@ def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFram
     check_distinct_names(request.table, batch.columns, table_schema.fieldNames() if table_schema else ())
     check_distinct_names(request.table, batch.columns, declared, "declared in columns")
     check_distinct_names(request.table, batch.columns, _written_by_load(request), "a column the load writes")
+    check_storable_names(request.table, [*batch.columns, *_written_by_load(request)])
     keys = request.hints.primary_key or request.hints.merge_key
     batch = cast_to_declared(batch, declared, keys, request.table)
     fixed = frozenset(declared) | set(request.hints.primary_key) | set(request.hints.merge_key)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from urllib.parse import urlparse
 
-from ..errors import ColumnNameError, ConfigError
+from ..errors import ColumnNameError, ConfigError, InvalidColumnNameError
 from .checks import choice
 
 NAMINGS = ("snake_case", "direct")
@@ -106,6 +106,15 @@ def normalize_columns(columns: list[str], normalize: Callable[[str], str], table
         seen[name_key(stored)] = column
         mapping[column] = stored
     return mapping
+
+
+def check_storable_names(table: str, names: Iterable[str]) -> None:
+    """Refuse a column name with a character Delta Lake does not allow in column names without column
+    mapping (a space, `,;{}()=`, a tab or a newline): the delta-spark writer refuses to write such a
+    table, and a table delta-rs wrote with one could never be written by it."""
+    for name in names:
+        if any(c in InvalidColumnNameError.CHARACTERS for c in name):
+            raise InvalidColumnNameError(table, name)
 
 
 def check_distinct_names(

@@ -1,8 +1,9 @@
 """Column names Spark and Delta take only quoted, through every disposition and merge strategy on each
-writer (`naming="direct"` keeps them as given): dots, spaces, backticks, quotes, brackets, unicode,
-leading digits and SQL words as keys, hints, partition, cursor, sequence and child-table columns, loaded,
-read back by name and merged again. Names equal ignoring case (Spark and Delta take names so) are
-refused before anything is written, naming both, the table version unchanged.
+writer (`naming="direct"` keeps them as given): dots, dashes, colons, backticks, quotes, brackets,
+unicode, leading digits and SQL words as keys, hints, partition, cursor, sequence and child-table
+columns, loaded, read back by name and merged again. Refused before anything is written, the table
+version unchanged: names equal ignoring case (Spark and Delta take names so), naming both; names with a
+character Delta Lake does not allow without column mapping (a space, `,;{}()=`, a tab, a newline).
 """
 
 from __future__ import annotations
@@ -12,20 +13,26 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import ColumnNameError, ConfigError, Incremental, run_load
+from airflow_provider_deltamerge import (
+    ColumnNameError,
+    ConfigError,
+    Incremental,
+    InvalidColumnNameError,
+    run_load,
+)
 from tests.helpers import ordered, table_version
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 
 # Each group is the compound primary key of its cases: every name in it is a key on every path.
 NAME_GROUPS = {
-    "punctuation": ("a.b", "a b", "a`b"),
+    "punctuation": ("a.b", "a-b:c", "a`b"),
     "quotes": ('a"b', "a'b", "a[0]"),
-    "words": ("ünï cödé", "1st", "select"),
+    "words": ("ünï_cödé", "1st", "select"),
 }
 VALUE = "v.al`ue"  # a value column with a dot and a backtick
 ORDER = "order"  # a reserved word
-DELETED = "is deleted?"  # the hard_delete column
+DELETED = "is.deleted?"  # the hard_delete column
 SORT = "sort.by"  # the dedup_sort column
 
 STRATEGIES = {
@@ -126,26 +133,26 @@ def test_odd_names_load_read_back_and_merge_again(spark, dataset, strategy, grou
 def test_an_odd_partition_column_partitions_and_bounds_the_merge(spark, dataset, strategy):
     """A partition column named with a dot, a space and a quote: Delta's partition folders escape it;
     an upsert bounds its merge condition by the batch's values of it (plan/pruning)."""
-    region = "re.gion 'x'"
-    keys = {"primary_key": "i d"} if strategy == "upsert" else {}
+    region = "re.gion'x'"
+    keys = {"primary_key": "i:d"} if strategy == "upsert" else {}
     disposition = STRATEGIES[strategy]
     columns = {region: {"data_type": "text", "partition": True}}
-    rows = [{"i d": n, region: "eu" if n % 2 else "us", VALUE: "old"} for n in range(4)]
+    rows = [{"i:d": n, region: "eu" if n % 2 else "us", VALUE: "old"} for n in range(4)]
     load(spark, dataset, rows, write_disposition=disposition, columns=columns, **keys)
-    load(spark, dataset, [{"i d": 1, region: "eu", VALUE: "new"}], write_disposition=disposition, **keys)
+    load(spark, dataset, [{"i:d": 1, region: "eu", VALUE: "new"}], write_disposition=disposition, **keys)
 
     path = f"{dataset}/odd"
     assert DeltaTable(path).metadata().partition_columns == [region]
-    got = read(path, ["i d", region, VALUE])
-    old = [{"i d": n, region: "eu" if n % 2 else "us", VALUE: "old"} for n in range(4)]
+    got = read(path, ["i:d", region, VALUE])
+    old = [{"i:d": n, region: "eu" if n % 2 else "us", VALUE: "old"} for n in range(4)]
     if strategy == "upsert":
         old[1][VALUE] = "new"
         assert got == ordered(old)
     else:
-        assert got == ordered([*old, {"i d": 1, region: "eu", VALUE: "new"}])
+        assert got == ordered([*old, {"i:d": 1, region: "eu", VALUE: "new"}])
 
 
-@pytest.mark.parametrize("cursor", ["updated at", "select", "x`y", "updated.at"])
+@pytest.mark.parametrize("cursor", ["updated-at", "select", "x`y", "updated.at"])
 def test_an_odd_cursor_column_filters_incrementally(spark, dataset, cursor):
     def rows(hours, value):
         return [{"i.d": n, cursor: T0 + timedelta(hours=n), VALUE: value} for n in hours]
@@ -166,7 +173,7 @@ def test_an_odd_cursor_column_filters_incrementally(spark, dataset, cursor):
 def test_odd_sequence_and_event_columns_apply_change_events(spark, dataset):
     """sequence_by, the CDC column list, a delete condition and the tombstones of a key over columns with
     odd names (the key holds a backtick, which delta-rs cannot spell in a merge of its own)."""
-    sequence, op = "seq.no", "op code"
+    sequence, op = "seq.no", "op-code"
 
     def event(n, seq, name, code="U"):
         return {"i`d": n, sequence: seq, "na`me": name, op: code, "dropped.col": "x"}
@@ -193,13 +200,13 @@ def test_odd_names_in_child_tables(spark, dataset):
     """Lists whose elements have odd field names become child tables; an upsert merges them again."""
     upsert = {"write_disposition": STRATEGIES["upsert"], "primary_key": "o.id"}
     first = [
-        {"o.id": 1, "it ems": [{"s.ku": "a", "qty`": 1}, {"s.ku": "b", "qty`": 2}]},
-        {"o.id": 2, "it ems": [{"s.ku": "c", "qty`": 3}]},
+        {"o.id": 1, "it.ems": [{"s.ku": "a", "qty`": 1}, {"s.ku": "b", "qty`": 2}]},
+        {"o.id": 2, "it.ems": [{"s.ku": "c", "qty`": 3}]},
     ]
     load(spark, dataset, first, **upsert)
-    load(spark, dataset, [{"o.id": 1, "it ems": [{"s.ku": "z", "qty`": 9}]}], **upsert)
+    load(spark, dataset, [{"o.id": 1, "it.ems": [{"s.ku": "z", "qty`": 9}]}], **upsert)
 
-    items = read(f"{dataset}/odd__it ems", ["s.ku", "qty`"])
+    items = read(f"{dataset}/odd__it.ems", ["s.ku", "qty`"])
     assert items == ordered([{"s.ku": "z", "qty`": 9}, {"s.ku": "c", "qty`": 3}])
 
 
@@ -207,15 +214,15 @@ def test_odd_scd2_validity_columns(spark, dataset):
     scd2 = {
         "disposition": "merge",
         "strategy": "scd2",
-        "validity_column_names": ["valid.from", "valid to`"],
+        "validity_column_names": ["valid.from", "valid`to"],
     }
     load(spark, dataset, [{"i.d": 1, VALUE: "a"}, {"i.d": 2, VALUE: "b"}], write_disposition=scd2)
     load(spark, dataset, [{"i.d": 1, VALUE: "a2"}], write_disposition=scd2)
 
     rows = DeltaTable(f"{dataset}/odd").to_pyarrow_table().to_pylist()
-    active = sorted((r["i.d"], r[VALUE]) for r in rows if r["valid to`"] is None)
+    active = sorted((r["i.d"], r[VALUE]) for r in rows if r["valid`to"] is None)
     assert active == [(1, "a2")]
-    assert sorted((r["i.d"], r[VALUE]) for r in rows if r["valid to`"] is not None) == [(1, "a"), (2, "b")]
+    assert sorted((r["i.d"], r[VALUE]) for r in rows if r["valid`to"] is not None) == [(1, "a"), (2, "b")]
 
 
 # ---- names equal ignoring case: refused before anything is written, naming both ----
@@ -242,9 +249,8 @@ def existing(spark, dataset):
 
 @pytest.mark.parametrize("naming", ["direct", "snake_case"])
 def test_two_batch_columns_equal_ignoring_case_are_refused(spark, dataset, existing, naming):
-    names = ("Name", "name") if naming == "direct" else ("Name", "name")
-    if naming == "snake_case":  # the table's `Name` is `name` there; `NAME` and `Name` both map to `name`
-        names = ("NAME", "Name")
+    # direct: `Name` and `name` differ but for case; snake_case maps `NAME` and `Name` both to `name`
+    names = ("Name", "name") if naming == "direct" else ("NAME", "Name")
     data = [{"id": 2, names[0]: "x", names[1]: "y"}]
     _refused(spark, dataset, data, names, write_disposition="merge", primary_key="id", naming=naming)
 
@@ -312,3 +318,27 @@ def test_a_column_equal_to_a_system_column_but_for_case_is_refused(spark, datase
 def test_a_column_name_error_is_a_config_error_of_the_naming():
     error = ColumnNameError("odd", ("ID", "id"), "of the batch")
     assert isinstance(error, ConfigError) and error.argument == "naming"
+
+
+# ---- characters Delta Lake does not allow in a column name (without column mapping) ----
+
+
+@pytest.mark.parametrize("name", ["a b", "a,b", "a;b", "a{b}", "f(x)", "a=b", "a\tb", "a\nb"])
+def test_a_column_name_delta_does_not_allow_is_refused(spark, dataset, existing, name):
+    path = f"{dataset}/odd"
+    with pytest.raises(InvalidColumnNameError) as refused:
+        load(spark, dataset, [{"id": 2, "Name": "x", name: 1}], write_disposition="merge", primary_key="id")
+    assert refused.value.name == name and repr(name) in str(refused.value)
+    assert "Nothing was loaded" in str(refused.value)
+    assert table_version(path) == 0
+
+
+def test_a_child_table_field_or_validity_column_delta_does_not_allow_is_refused(spark, dataset, existing):
+    with pytest.raises(InvalidColumnNameError, match="'s ku'"):
+        load(spark, dataset, [{"id": 2, "Name": "x", "items": [{"s ku": "a"}]}], primary_key="id")
+    assert not DeltaTable.is_deltatable(f"{dataset}/odd__items")
+    scd2 = {"disposition": "merge", "strategy": "scd2", "validity_column_names": ["valid from", "to"]}
+    with pytest.raises(InvalidColumnNameError, match="'valid from'"):
+        load(spark, dataset, [{"id": 2, "Name": "x"}], table_name="other", write_disposition=scd2)
+    assert not DeltaTable.is_deltatable(f"{dataset}/other")
+    assert table_version(f"{dataset}/odd") == 0
