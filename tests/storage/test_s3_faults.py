@@ -13,15 +13,16 @@ import logging
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import LoadNotRecordedError, StoreError, run_load
+from airflow_provider_deltamerge import LoadNotRecordedError, StoreError
 from airflow_provider_deltamerge.delta import store
 
 from .fault_proxy import RESET, SLOWDOWN, start_fault_proxy
 from .servers import free_port, stop, wait_for_port
+from .test_loads import TABLE
+from .test_loads import load as load_into_store
 
 pytestmark = pytest.mark.spark
 
-TABLE = "orders"
 _buckets = itertools.count()
 DATA_FILE = rf"/shop/{TABLE}/part-[^/]*\.parquet$"
 COMMIT = rf"/shop/{TABLE}/_delta_log/0*1\.json$"  # the second commit: the load after the first
@@ -61,15 +62,11 @@ def orders(ids, status):
 
 
 def load(spark, lake, rows, run_id="manual__2", try_number=1):
-    dataset, options = lake
-    return run_load(
+    """An upsert of `rows` as an attempt of an Airflow task run."""
+    return load_into_store(
+        spark,
+        lake,
         rows,
-        spark=spark,
-        dataset=dataset,
-        table_name=TABLE,
-        pipeline_name="shop",
-        backend="delta-rs",
-        storage_options=options,
         write_disposition={"disposition": "merge", "strategy": "upsert"},
         primary_key="id",
         run_context={"dag_id": "shop", "task_id": "orders", "run_id": run_id, "try_number": try_number},
