@@ -38,7 +38,9 @@ def unreadable_store(
 
 # How the object store client (Rust's object_store, under delta-rs) words a request that failed after its
 # own retries: a connection reset, a throttled or refused request (503 SlowDown), a timeout.
-_STORE_FAILURE = re.compile(r"Generic \w+ error|Error performing (?:GET|PUT|POST|DELETE|HEAD|LIST)")
+_STORE_FAILURE = re.compile(
+    r"Generic (?:S3|MicrosoftAzure|GCS|HTTP) error|Error performing (?:GET|PUT|POST|DELETE|HEAD)"
+)
 COMMIT_UNCERTAIN = (
     "This load's commit did not land, unless the store took it and only its answer was lost. Retry the "
     "load (the same Airflow task run, or the same load_id outside Airflow): a commit that landed is found "
