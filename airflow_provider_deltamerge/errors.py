@@ -33,6 +33,52 @@ class ConfigError(DeltaMergeError, ValueError):
         super().__init__(f"{argument}: {message}")
 
 
+class ColumnNameError(ConfigError):
+    """Two columns of one table whose names are equal but for case (after the naming convention), or
+    equal: Spark and Delta take column names case-insensitively, so a table cannot hold both. `names`:
+    the two as the source (or the table) spells them; `stored`: as they would be stored."""
+
+    def __init__(self, table: str, names: tuple[str, str], where: str, stored: tuple[str, str] | None = None):
+        self.table, self.names, self.where = table, tuple(names), where
+        self.stored = tuple(stored) if stored is not None else self.names
+        first, second = self.names
+        spelled = (
+            f"{first!r} and {second!r}"
+            if self.stored == self.names
+            else f"{first!r} and {second!r} (stored as {self.stored[0]!r} and {self.stored[1]!r})"
+        )
+        super().__init__(
+            "naming",
+            f"table {table!r}: columns {spelled} {where} have names equal ignoring case; Spark and Delta "
+            "take column names case-insensitively, so one table cannot hold both. Nothing was loaded. "
+            "Rename one of them in the source"
+            + (
+                ", or use naming='direct', which keeps these apart."
+                if first.lower() != second.lower()
+                else "."
+            ),
+        )
+
+
+class InvalidColumnNameError(ConfigError):
+    """A column name with a character Delta Lake does not allow in column names of a table without
+    column mapping (`characters`): the delta-spark writer could never write the table, so neither
+    writer creates such a column."""
+
+    CHARACTERS = " ,;{}()\n\t="
+
+    def __init__(self, table: str, name: str):
+        self.table, self.name = table, name
+        found = sorted({c for c in name if c in self.CHARACTERS})
+        super().__init__(
+            "naming",
+            f"table {table!r}: column {name!r} holds {''.join(found)!r}; Delta Lake does not allow any of "
+            f"{self.CHARACTERS!r} in a column name (without column mapping), so no writer stores it. "
+            "Nothing was loaded. Rename the column in the source, or use naming='snake_case', which never "
+            "makes them.",
+        )
+
+
 class SourceError(DeltaMergeError):
     """The data to load breaks a rule: a missing or null key, duplicate keys, a bad cursor."""
 

@@ -17,6 +17,7 @@ from .delta import unique_keys
 from .errors import DuplicateKeyError
 from .plan.merge import Operation
 from .spark.extract import arrow_to_spark
+from .spark.names import cols
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _without_held_duplicates(spark, writer, table, keys: list[str], source):
         duplicated = unique_keys.duplicated_keys(source, keys)
         duplicated_df = arrow_to_spark(spark, duplicated) if duplicated.num_rows else None
     else:
-        duplicated_df = source.groupBy(*keys).count().filter("`count` > 1").select(*keys)
+        duplicated_df = source.groupBy(*cols(keys)).count().filter("`count` > 1").select(*cols(keys))
     if duplicated_df is None:
         return source
     held = writer.read_columns(spark, table, keys).join(duplicated_df, on=keys, how="left_semi")

@@ -49,11 +49,12 @@ from .plan.nested import (
 from .plan.reruns import replace_predicate
 from .plan.scd2 import Scd2Settings
 from .spark import frames
+from .spark.names import cols
 from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
 from .spark.scd2 import VERSIONED, row_version_hash
 from .spark.schema import align_to_table
 from .spark.stage import shape_source, unflagged_rows
-from .spec.naming import LOAD_ID, ROW_ID, naming_convention, table_path
+from .spec.naming import LOAD_ID, ROW_ID, check_distinct_names, naming_convention, table_path
 from .spec.options import WriteDisposition
 from .spec.request import LoadRequest
 from .spec.run import app_id, txn_version
@@ -114,6 +115,11 @@ def split_nested(
     _refuse_unsupported(request, tables, replace_where)
     refuse_adopting_tables(request.dataset, request.table, plan, tables, existing, writer.history)
     schemas = {n: _schema(spark, writer, request, n) for n in existing}
+    for child in plan.tables:  # before any child table commits: a column the table has but for case
+        if schemas.get(child.name) is not None:
+            check_distinct_names(
+                child.name, [c.name for c in child.columns], schemas[child.name].fieldNames()
+            )
     disposition = request.disposition
     root_key = (
         request.root_key
@@ -243,7 +249,8 @@ def _target_root_ids(spark, writer, root_table, staged_roots: DataFrame, key_set
     columns = list(dict.fromkeys([c for key in key_sets for c in key] + [ROW_ID]))
     target = writer.read_columns(spark, root_table, columns)
     matches = [
-        target.join(staged_roots.select(*key).distinct(), on=list(key), how="left_semi") for key in key_sets
+        target.join(staged_roots.select(*cols(key)).distinct(), on=list(key), how="left_semi")
+        for key in key_sets
     ]
     union = matches[0]
     for more in matches[1:]:

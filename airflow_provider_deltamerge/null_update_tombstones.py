@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from .delta.delta_rs import spark_to_arrow
 from .spark import cdc
+from .spark.names import col, cols
 from .spec.null_updates import deleted_at, sequence_owner
 
 
@@ -30,8 +31,8 @@ def newest_deletes(staged, key, sequence) -> pa.Table:
         rows = staged.arrow.filter(pc.is_valid(staged.arrow[helpers[0]])).select([*key, *helpers])
         return rows.rename_columns([*key, *sequence])
     df = staged.df
-    named = [df[h].alias(c) for h, c in zip(helpers, sequence, strict=True)]
-    return spark_to_arrow(df.where(df[helpers[0]].isNotNull()).select(*key, *named))
+    named = [col(h).alias(c) for h, c in zip(helpers, sequence, strict=True)]
+    return spark_to_arrow(df.where(col(helpers[0]).isNotNull()).select(*cols(key), *named))
 
 
 def older_values_dropped(spark, staged, tombstones: list[dict], key, sequence, truncated_at=None):
@@ -99,13 +100,13 @@ def _in_spark(spark, df, newest: dict, truncated_at, key, sequence, kept):
         frame = spark.createDataFrame([(*held, *at) for held, at in newest.items()], named)
         condition = None
         for k in key:
-            same = F.col(f"e.`{k}`").eqNullSafe(F.col(f"d.`{cdc.TOMBSTONE_PREFIX}{k}`"))
+            same = col(k, "e").eqNullSafe(col(cdc.TOMBSTONE_PREFIX + k, "d"))
             condition = same if condition is None else condition & same
         source = source.join(F.broadcast(frame.alias("d")), condition, "left")
-        cut = [F.col(f"d.`{cdc.TOMBSTONE_PREFIX}{c}`") for c in sequence]
+        cut = [col(cdc.TOMBSTONE_PREFIX + c, "d") for c in sequence]
     stale = {}
     for value, at in kept.items():
-        held = [F.col(f"e.`{c}`") for c in at]
+        held = [col(c, "e") for c in at]
         older = F.lit(False)
         if cut is not None:
             older = cut[0].isNotNull() & cdc.not_newer(held, cut)
@@ -113,7 +114,7 @@ def _in_spark(spark, df, newest: dict, truncated_at, key, sequence, kept):
             older = older | cdc.not_newer(held, [F.lit(v) for v in truncated_at])
         for name in (value, *at):
             stale[name] = F.coalesce(older, F.lit(False))
-    selected = [F.col(f"e.`{c}`") for c in df.columns]
+    selected = [col(c, "e") for c in df.columns]
     selected = [
         F.when(stale[c], F.lit(None)).otherwise(s).alias(c) if c in stale else s
         for c, s in zip(df.columns, selected, strict=True)

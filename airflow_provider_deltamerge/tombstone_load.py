@@ -36,6 +36,7 @@ from .delta.store import HISTORY_DEPTH, StoreSnapshot
 from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
 from .plan.merge import HARD_DELETE_FLAG
 from .spark import cdc
+from .spark.names import col, cols
 from .spec import null_updates
 from .spec.cdc import TOMBSTONE_LOAD_ID, event_key, sequence_columns, tombstones_table
 from .spec.naming import table_path
@@ -127,7 +128,7 @@ def _delete_events(staged, columns: list[str]) -> pa.Table:
     if staged.arrow is not None:
         flagged = staged.arrow.filter(pc.fill_null(staged.arrow[HARD_DELETE_FLAG], False))
         return flagged.select(columns)
-    return spark_to_arrow(staged.df.where(HARD_DELETE_FLAG).select(*columns))
+    return spark_to_arrow(staged.df.where(HARD_DELETE_FLAG).select(*cols(columns)))
 
 
 def _newest_deletes_and_truncate(staged, hints, columns: list[str]) -> pa.Table:
@@ -151,7 +152,7 @@ def _with_remembered_deletes(spark, staged, tombstones: list[dict], key, sequenc
 
     schema = StructType([staged.df.schema[c] for c in (*key, *sequence)])
     frame = spark.createDataFrame([tuple(t[c] for c in (*key, *sequence)) for t in tombstones], schema)
-    keys = staged.df.select(*(F.col(f"`{k}`") for k in key)).distinct()
+    keys = staged.df.select(*(col(k) for k in key)).distinct()
     frame = frame.join(keys, on=list(key), how="left_semi").withColumn(HARD_DELETE_FLAG, F.lit(True))
     df = staged.df
     if HARD_DELETE_FLAG not in df.columns:

@@ -29,6 +29,7 @@ from .plan.merge import HARD_DELETE_FLAG, Operation
 from .plan.scd2 import Scd2Settings
 from .spark import scd2_history
 from .spark.extract import arrow_to_spark
+from .spark.names import col, cols
 from .spec import track_history
 from .spec.cdc import SEQUENCE, TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
 from .spec.naming import table_path
@@ -48,17 +49,17 @@ def with_kept_events(spark, writer, request: LoadRequest, staged, load_id: str, 
         return None
     keys = list(request.hints.merge_key)
     df = staged.df.withColumn(scd2_history.ORIGIN, F.lit(scd2_history.BATCH))
-    batch_keys = df.select(*(f"`{k}`" for k in keys)).distinct().collect()
+    batch_keys = df.select(*cols(keys)).distinct().collect()
     only = {k: sorted({r[k] for r in batch_keys}, key=repr) for k in keys}
     path = table_path(request.dataset, track_history.events_table(request.table))
     read = read_tombstones(path, request.store_options, only)
     rows = read.honoured_rows(completed_loads(writer, request, stored), load_id, NEVER)
     if rows is not None:
         kept = arrow_to_spark(spark, rows.drop_columns([TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT]))
-        kept = kept.join(df.select(*(f"`{k}`" for k in keys)).distinct(), on=keys, how="left_semi")
+        kept = kept.join(df.select(*cols(keys)).distinct(), on=keys, how="left_semi")
         for field in df.schema.fields:
             if field.name in kept.columns:
-                kept = kept.withColumn(field.name, F.col(f"`{field.name}`").cast(field.dataType))
+                kept = kept.withColumn(field.name, col(field.name).cast(field.dataType))
         kept = kept.withColumn(scd2_history.ORIGIN, F.lit(scd2_history.KEPT))
         if HARD_DELETE_FLAG in df.columns:
             kept = kept.withColumn(HARD_DELETE_FLAG, F.lit(False))

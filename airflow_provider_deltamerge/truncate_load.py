@@ -25,6 +25,7 @@ from .errors import ConfigError
 from .plan.merge import HARD_DELETE_FLAG
 from .spark import cdc
 from .spark.extract import arrow_to_spark
+from .spark.names import col, cols
 from .spec.cdc import EVENTS_TRUNCATED, ROWS_TRUNCATED, sequence_columns
 from .spec.request import LoadRequest
 
@@ -126,7 +127,7 @@ def truncate_metrics(spark, writer, table, staged, truncate: tuple | None, reque
     if staged.arrow is not None:
         keys = arrow_to_spark(spark, staged.arrow.select(list(key)))
     else:
-        keys = staged.df.select(*key)
+        keys = staged.df.select(*cols(key))
     removed = older.join(keys, on=list(key), how="left_anti").count()
     return {EVENTS_TRUNCATED: 1, ROWS_TRUNCATED: removed}
 
@@ -140,7 +141,7 @@ def _batch_truncate(staged, key, sequence) -> tuple | None:
     else:
         if HARD_DELETE_FLAG not in staged.df.columns:
             return None  # as Arrow: timestamps keep their time zone, as the tombstones' do
-        found = spark_to_arrow(staged.df.where(_is_truncate(staged.df, key)).select(*sequence))
+        found = spark_to_arrow(staged.df.where(_is_truncate(staged.df, key)).select(*cols(sequence)))
     rows = found.to_pylist()
     return max((tuple(r[c] for c in sequence) for r in rows), default=None)
 
@@ -157,4 +158,4 @@ def _is_truncate(df, key):
 
     if HARD_DELETE_FLAG not in df.columns:
         return F.lit(False)
-    return F.col(HARD_DELETE_FLAG) & F.col(f"`{key[0]}`").isNull()
+    return F.col(HARD_DELETE_FLAG) & col(key[0]).isNull()

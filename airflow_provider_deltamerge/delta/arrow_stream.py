@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from ..errors import BatchTooLargeError
+from ..spec.naming import backticked
 from .driver_budget import DriverBudget, out_of_heap
 
 log = logging.getLogger(__name__)
@@ -262,7 +263,7 @@ class Transfer:
         210 MiB pieces where they were four, and ran a 4g driver out of heap."""
         partitions = pieces_for(self.estimated_bytes)
         if partitions is None:  # a size nobody knows: the session's own shuffle partitions
-            self._batches = self._from(source.orderBy(*columns))
+            self._batches = self._from(source.orderBy(*(backticked(c) for c in columns)))
             return
         log.info(
             "batch for %s: sorted by %s in Spark, in %d partitions of about %.0f MiB each",
@@ -271,8 +272,9 @@ class Transfer:
             partitions,
             self.estimated_bytes / partitions / 2**20,
         )
+        quoted = [backticked(c) for c in columns]
         self._batches = self._from(
-            source.repartitionByRange(partitions, *columns).sortWithinPartitions(*columns)
+            source.repartitionByRange(partitions, *quoted).sortWithinPartitions(*quoted)
         )
 
     def fits_in_memory(self) -> bool:

@@ -13,6 +13,7 @@ import importlib.metadata
 import logging
 from dataclasses import dataclass
 from datetime import date, datetime
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -22,9 +23,12 @@ from ..errors import ConflictError, SchemaError
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
 from ..plan.pruning import read_scope, rewrites_files
+from ..spec.naming import backticked
 from ..spec.storage import store_of
 from . import checkpoints, read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
+from .locking import local_path
+from .storage import LOAD_UNCHANGED, store_errors, store_write_errors
 from .writer import (
     USER_METADATA,
     CommitRequest,
@@ -123,10 +127,11 @@ class DeltaRsWriter:
     def snapshot(self, spark, path: str) -> DeltaRsSnapshot | None:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        try:
-            table = DeltaTable(path, storage_options=self.storage_options)
-        except TableNotFoundError:
-            return None
+        with store_errors(path, self.storage_options, LOAD_UNCHANGED):
+            try:
+                table = DeltaTable(path, storage_options=self.storage_options)
+            except TableNotFoundError:
+                return None
         arrow_schema = pa.schema(table.schema().to_arrow())
         partitions = tuple(table.metadata().partition_columns)
         return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema), partitions)
@@ -137,12 +142,13 @@ class DeltaRsWriter:
         has the store's Hadoop file system)."""
         schema = snapshot.schema
         wanted = type(schema)([schema[c] for c in columns])
-        if store_of(snapshot.table.table_uri) is None and _plain_parquet_readable(snapshot.table):
-            files = snapshot.table.file_uris()
+        located = _local_files(snapshot.table) if _plain_parquet_readable(snapshot.table) else None
+        if located is not None:
+            base, files = located
             if not files:
                 return spark.createDataFrame([], wanted)
-            full = spark.read.schema(schema).option("basePath", snapshot.table.table_uri).parquet(*files)
-            return full.select(*columns)
+            full = spark.read.schema(schema).option("basePath", base).parquet(*files)
+            return full.select(*(backticked(c) for c in columns))
         arrow = snapshot.table.to_pyarrow_table(columns=columns)
         arrow = _without_view_types(arrow)
         if not _SPARK_TAKES_ARROW:  # Spark 3.5 takes no Arrow table: its rows, with the schema
@@ -195,11 +201,13 @@ class DeltaRsWriter:
             streamed_exec=not in_memory,
             commit_properties=properties,
         )
+        copied = spelled_copies(transfer.schema.names, plan.helper_columns, dialect)
         for clause in plan.clauses:
-            merger = _add_clause(merger, clause, list(plan.helper_columns), dialect)
-        metrics = merge_metrics(transfer.run(merger.execute))
-        if snapshot.table.version() == snapshot.version:  # nothing changed, so delta-rs wrote no commit
-            self._empty_commit(snapshot.table, properties)
+            merger = _add_clause(merger, clause, list(plan.helper_columns), dialect, copied)
+        with store_write_errors(path, self.storage_options):
+            metrics = merge_metrics(transfer.run(merger.execute))
+            if snapshot.table.version() == snapshot.version:  # nothing changed: delta-rs wrote no commit
+                self._empty_commit(snapshot.table, properties)
         landed = rs_history.landed_commit(snapshot.table, snapshot.version, request.load_id)
         checkpoints.after_commits(snapshot.table, snapshot.version)
         return CommitResult(int(landed["version"]), metrics)
@@ -218,24 +226,25 @@ class DeltaRsWriter:
         overwrite = plan.operation is Operation.OVERWRITE
         rows_deleted = _rows_replaced(snapshot, plan) if overwrite else 0
         created = snapshot is None
-        transfer.run(
-            lambda: write_deltalake(
-                snapshot.table if snapshot is not None else path,
-                data,
-                mode="overwrite" if overwrite else "append",
-                schema_mode="merge",
-                partition_by=(list(request.layout.partition_by) or None) if created else None,
-                predicate=render(plan.replace_where, DataFusionDialect())
-                if plan.replace_where is not None
-                else None,
-                target_file_size=TARGET_FILE_BYTES,
-                # the load's own properties only: the file size is given to each write, as open-source
-                # Delta refuses to set delta.targetFileSize (a Databricks property)
-                configuration=(dict(request.table_properties) or None) if created else None,
-                commit_properties=properties,
-                storage_options=self.storage_options if created else None,
+        with store_write_errors(path, self.storage_options):
+            transfer.run(
+                lambda: write_deltalake(
+                    snapshot.table if snapshot is not None else path,
+                    data,
+                    mode="overwrite" if overwrite else "append",
+                    schema_mode="merge",
+                    partition_by=(list(request.layout.partition_by) or None) if created else None,
+                    predicate=render(plan.replace_where, DataFusionDialect())
+                    if plan.replace_where is not None
+                    else None,
+                    target_file_size=TARGET_FILE_BYTES,
+                    # the load's own properties only: the file size is given to each write, as open-source
+                    # Delta refuses to set delta.targetFileSize (a Databricks property)
+                    configuration=(dict(request.table_properties) or None) if created else None,
+                    commit_properties=properties,
+                    storage_options=self.storage_options if created else None,
+                )
             )
-        )
         table = (
             snapshot.table if snapshot is not None else DeltaTable(path, storage_options=self.storage_options)
         )
@@ -329,15 +338,29 @@ def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
     return snapshot.row_count() if plan.replace_where is None else None
 
 
-def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
+def spelled_copies(columns, helpers, dialect) -> dict[str, str] | None:
+    """{target column: the source column of the same name}, quoted, for "update all" and "insert all"
+    where delta-rs cannot spell them itself: it puts each name in backticks without doubling one inside,
+    so a name holding a backtick does not parse. None (delta-rs's own `*`) for every other batch."""
+    if not any("`" in name for name in columns):
+        return None
+    kept = [name for name in columns if name not in set(helpers)]
+    return {dialect.quote(name): f"{SOURCE}.{dialect.quote(name)}" for name in kept}
+
+
+def _add_clause(merger, clause: Clause, helpers: list[str], dialect, copied: dict[str, str] | None = None):
     condition = render(clause.condition, dialect) if clause.condition is not None else None
     if clause.when == "matched" and clause.action == "delete":
         return merger.when_matched_delete(predicate=condition)
     if clause.when == "not_matched_by_source" and clause.action == "delete":
         return merger.when_not_matched_by_source_delete(predicate=condition)
     if clause.when == "matched" and clause.action == "update_all":
+        if copied is not None:
+            return merger.when_matched_update(copied, predicate=condition)
         return merger.when_matched_update_all(predicate=condition, except_cols=helpers or None)
     if clause.when == "not_matched" and clause.action == "insert_all":
+        if copied is not None:
+            return merger.when_not_matched_insert(copied, predicate=condition)
         return merger.when_not_matched_insert_all(predicate=condition, except_cols=helpers or None)
     assignments = {dialect.quote(col): render(value, dialect) for col, value in clause.assignments}
     if clause.when == "matched" and clause.action == "update":
@@ -345,6 +368,28 @@ def _add_clause(merger, clause: Clause, helpers: list[str], dialect):
     if clause.when == "not_matched_by_source" and clause.action == "update":
         return merger.when_not_matched_by_source_update(assignments, predicate=condition)
     raise ValueError(f"the delta-rs writer has no translation for clause {clause}")
+
+
+_NOT_PLAIN_IN_PATHS = frozenset("%[]{}*?\\")  # what Hadoop takes for a glob or an escape in a path
+
+
+def _local_files(table: DeltaTable) -> tuple[str, list[str]] | None:
+    """(the table's folder, its data files) as Spark's reader takes them, for a table on a local disk
+    whose paths hold nothing Hadoop would read as a glob or an escape; None otherwise. delta-rs spells
+    the table's folder percent-encoded (`a%20b`) and the files below it as they are on disk."""
+    if store_of(table.table_uri) is not None:
+        return None
+    encoded = local_path(table.table_uri)
+    if encoded is None:
+        return None
+    base = unquote(encoded)
+    files = []
+    for uri in table.file_uris():
+        below = uri[len(encoded) :] if uri.startswith(encoded) else None
+        if below is None or _NOT_PLAIN_IN_PATHS & set(base + below):
+            return None
+        files.append(base + below)
+    return base, files
 
 
 def _plain_parquet_readable(table: DeltaTable) -> bool:

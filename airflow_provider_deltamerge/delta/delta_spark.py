@@ -296,8 +296,9 @@ def _in_files(rows, columns: tuple[str, ...], request: CommitRequest):
     skips the files outside it; else spread by the partition columns, one task per table partition."""
     files = max(1, math.ceil((request.source_bytes or 0) / TARGET_FILE_BYTES))
     if columns:
-        return rows.repartitionByRange(files, *columns).sortWithinPartitions(*columns)
-    return rows.repartition(files, *request.layout.partition_by)
+        quoted = [SPARK_SQL.quote(c) for c in columns]
+        return rows.repartitionByRange(files, *quoted).sortWithinPartitions(*quoted)
+    return rows.repartition(files, *(SPARK_SQL.quote(c) for c in request.layout.partition_by))
 
 
 def _create_with_not_null(

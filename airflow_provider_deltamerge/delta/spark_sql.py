@@ -11,6 +11,7 @@ from datetime import date, datetime
 
 from ..plan.expressions import SOURCE, TARGET, Expr, render
 from ..plan.merge import Clause, MergePlan, Operation
+from ..spec.naming import backticked
 from .writer import USER_METADATA, CommitRequest
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -28,9 +29,7 @@ OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 class SparkSqlDialect:
     """Spark SQL as Delta's builder parses it: backtick identifiers, TIMESTAMP literals with an offset."""
 
-    @staticmethod
-    def quote(name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
+    quote = staticmethod(backticked)
 
     @staticmethod
     def timestamp(value: datetime) -> str:
@@ -66,10 +65,12 @@ def merge_builder(target, source, plan: MergePlan):
     """The plan's DeltaMergeBuilder, not executed. `target`: a delta.tables.DeltaTable; `source`: shaped rows.
 
     Helper columns never reach the table: with helpers in the source, "update all" and "insert all"
-    become explicit column maps of the other source columns (schema evolution adds only assigned columns).
+    become explicit column maps of the other source columns (schema evolution adds only assigned columns);
+    so they do where a column's name holds a backtick, which Delta's own `*` does not quote.
     """
     helpers = set(plan.helper_columns) & set(source.columns)
-    copied = [c for c in source.columns if c not in helpers] if helpers else None
+    spelled = helpers or any("`" in c for c in source.columns)
+    copied = [c for c in source.columns if c not in helpers] if spelled else None
     builder = target.alias(TARGET).merge(source.alias(SOURCE), render_spark(plan.on)).withSchemaEvolution()
     for clause in plan.clauses:
         builder = add_clause(builder, clause, copied)

@@ -33,7 +33,7 @@ from . import checkpoints
 from .delta_rs import DeltaRsWriter
 from .locking import creation_lock, local_path
 from .read_check import PINNED
-from .storage import unreadable_store
+from .storage import store_write_errors, unreadable_store
 from .writer import LoggedCommit
 
 log = logging.getLogger(__name__)
@@ -306,6 +306,9 @@ def _text(value) -> str | None:
     return None if value is None else str(value)
 
 
+ROW_NOT_WRITTEN = "The row was not written."
+
+
 def _write_row(
     path: str, schema: pa.Schema, row: dict, key: str, *, replace: bool, storage_options: dict | None = None
 ) -> None:
@@ -328,33 +331,36 @@ def _write_row(
     data = pa.Table.from_pylist([row], schema=schema)
     load_id = row[key]
     properties = CommitProperties(custom_metadata={_RECORD_KEY: load_id})
-    for attempt in range(1, _WRITE_ATTEMPTS + 1):
-        try:
-            table = _open_or_create(path, data, properties, storage_options)
-            read_version = table.version() if table is not None else -1
-            if table is not None:
-                if not replace and _holds_row(table, key, load_id):
+    with store_write_errors(path, storage_options, ROW_NOT_WRITTEN):
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                table = _open_or_create(path, data, properties, storage_options)
+                read_version = table.version() if table is not None else -1
+                if table is not None:
+                    if not replace and _holds_row(table, key, load_id):
+                        return
+                    write_deltalake(
+                        table,
+                        data,
+                        mode="overwrite",
+                        predicate=_equals(key, load_id),
+                        commit_properties=properties,
+                    )
+                written = DeltaTable(path, storage_options=storage_options)
+                if _written(written, load_id):
+                    _compact_if_fragmented(written)
+                    checkpoints.after_commits(written, read_version)
                     return
-                write_deltalake(
-                    table,
-                    data,
-                    mode="overwrite",
-                    predicate=_equals(key, load_id),
-                    commit_properties=properties,
+                log.warning("a row written to %s was lost to a concurrent writer; writing it again", path)
+            except CommitFailedError:
+                log.info(
+                    "%s changed while load %s's row was written; writing again (%d)", path, load_id, attempt
                 )
-            written = DeltaTable(path, storage_options=storage_options)
-            if _written(written, load_id):
-                _compact_if_fragmented(written)
-                checkpoints.after_commits(written, read_version)
-                return
-            log.warning("a row written to %s was lost to a concurrent writer; writing it again", path)
-        except CommitFailedError:
-            log.info("%s changed while load %s's row was written; writing again (%d)", path, load_id, attempt)
-        time.sleep(random.uniform(0.05, 0.1 * attempt))  # apart from the loads it collided with
-    raise ConflictError(
-        f"could not write the row of load {load_id} to {path} in {_WRITE_ATTEMPTS} attempts while other "
-        "loads wrote to it; retry the load, which records it from its commit"
-    )
+            time.sleep(random.uniform(0.05, 0.1 * attempt))  # apart from the loads it collided with
+        raise ConflictError(
+            f"could not write the row of load {load_id} to {path} in {_WRITE_ATTEMPTS} attempts while other "
+            "loads wrote to it; retry the load, which records it from its commit"
+        )
 
 
 def _open_or_create(

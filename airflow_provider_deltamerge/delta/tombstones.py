@@ -24,8 +24,9 @@ from ..errors import ConflictError
 from ..plan.expressions import SOURCE, TARGET, Cmp, Col, Lit, Or, all_of, eq, render
 from ..spec.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
 from . import checkpoints
-from .delta_rs import DataFusionDialect
+from .delta_rs import DataFusionDialect, spelled_copies
 from .locking import creation_lock
+from .storage import store_write_errors
 
 
 @dataclass(frozen=True)
@@ -104,20 +105,24 @@ def write_tombstones(
         TOMBSTONE_WRITTEN_AT, pa.array([now] * deletes.num_rows, pa.timestamp("us", "UTC"))
     )
     try:
-        if read.rows is None:
-            with creation_lock(read.path):
-                if _absent(read.path, storage_options):
-                    write_deltalake(read.path, rows, mode="append", storage_options=storage_options)
-                    return
-        table = DeltaTable(read.path, storage_options=storage_options)
-        read_version = table.version()
-        _merge(table, rows, keys or deletes.column_names, load_id, cutoff)
+        with store_write_errors(read.path, storage_options, NOT_COMMITTED):
+            if read.rows is None:
+                with creation_lock(read.path):
+                    if _absent(read.path, storage_options):
+                        write_deltalake(read.path, rows, mode="append", storage_options=storage_options)
+                        return
+            table = DeltaTable(read.path, storage_options=storage_options)
+            read_version = table.version()
+            _merge(table, rows, keys or deletes.column_names, load_id, cutoff)
         checkpoints.after_commits(table, read_version)
     except CommitFailedError as exc:
         raise ConflictError(
             f"another load changed the tombstones in {read.path} while this load wrote its own; nothing of "
             f"this load was committed to the table. Retry the load. ({exc})"
         ) from exc
+
+
+NOT_COMMITTED = "Nothing of this load was committed to its table. Retry the load."
 
 
 def _absent(path: str, storage_options) -> bool:
@@ -146,10 +151,12 @@ def _merge(table: DeltaTable, rows: pa.Table, keys: list[str], load_id: str, cut
             eq(Col(TOMBSTONE_LOAD_ID, TARGET), Lit(load_id)),
         )
     )
-    (
-        table.merge(rows, render(same, dialect), source_alias=SOURCE, target_alias=TARGET, merge_schema=True)
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete(render(removed, dialect))
-        .execute()
+    merger = table.merge(
+        rows, render(same, dialect), source_alias=SOURCE, target_alias=TARGET, merge_schema=True
     )
+    copied = spelled_copies(rows.column_names, (), dialect)  # key columns named with a backtick
+    if copied is not None:
+        merger = merger.when_matched_update(copied).when_not_matched_insert(copied)
+    else:
+        merger = merger.when_matched_update_all().when_not_matched_insert_all()
+    merger.when_not_matched_by_source_delete(render(removed, dialect)).execute()

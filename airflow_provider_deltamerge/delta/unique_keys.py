@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 
 from ..errors import DuplicateKeyError
 from ..plan.merge import MergePlan
+from ..spec.naming import backticked
 
 EXAMPLES = 5
 
@@ -65,7 +66,7 @@ def check_spark(source, plan: MergePlan) -> None:
     keys = list(plan.unique_key)
     if not keys:
         return
-    duplicated = source.groupBy(*keys).count().filter("`count` > 1")
+    duplicated = source.groupBy(*(backticked(k) for k in keys)).count().filter("`count` > 1")
     found = duplicated.limit(EXAMPLES).collect()  # no sort: the common case has none to find
     if found:
         examples = sorted((tuple(r[c] for c in keys) for r in found), key=repr)

@@ -19,7 +19,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError, SourceError
-from ..spec.naming import CHILD_SEPARATOR, LOAD_ID, ROW_ID, check_folder_name, check_table_location
+from ..spec.naming import (
+    CHILD_SEPARATOR,
+    LOAD_ID,
+    ROW_ID,
+    check_distinct_names,
+    check_folder_name,
+    check_storable_names,
+    check_table_location,
+    name_key,
+)
 from ..spec.options import TableHints, WriteDisposition
 from .expressions import SOURCE, TARGET, Col, In, Lit, Not, keys_equal
 from .merge import HARD_DELETE_FLAG, Clause, MergePlan, Operation, SourceShape, plan_load
@@ -176,8 +185,9 @@ def source_of(table: NestedTable) -> str:
 def check_child_tables(plan: NestedPlan, dataset: str) -> None:
     """Refuse, before anything is committed, child tables a load cannot write: a name the store cannot
     hold (spec.naming: every depth, after the naming convention), two lists that make one table, and
-    columns of a child table that are one name twice or one of the system columns a load adds to
-    child rows (a `_dlt_id` field inside the elements would be taken for the row's id)."""
+    columns of a child table that are one name twice (ignoring case, as Spark and Delta compare names)
+    or one of the system columns a load adds to child rows (a `_dlt_id` field inside the elements would
+    be taken for the row's id)."""
     made_by: dict[str, NestedTable] = {}
     for table in plan.tables:
         check_folder_name(source_of(table), table.name)
@@ -190,11 +200,14 @@ def check_child_tables(plan: NestedPlan, dataset: str) -> None:
             )
         made_by[table.name] = table
         names = [c.name for c in table.columns]
-        taken = sorted({n for n in names if n in CHILD_SYSTEM_COLUMNS or names.count(n) > 1})
+        check_distinct_names(table.name, names)
+        check_storable_names(table.name, names)
+        system = {name_key(c) for c in CHILD_SYSTEM_COLUMNS}
+        taken = sorted({n for n in names if name_key(n) in system})
         if taken:
             raise SourceError(
                 f"the elements of the {source_of(table)} give child table {table.name!r} the column(s) "
-                f"{taken} twice, or as a system column a load adds to child rows "
+                f"{taken}, which are (ignoring case) the system columns a load adds to child rows "
                 f"({', '.join(CHILD_SYSTEM_COLUMNS)}); nothing was loaded. Rename those fields in the source."
             )
 

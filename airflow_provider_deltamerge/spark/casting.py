@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from ..errors import CastError, NullValueError, SchemaError, TruncationWarning
 from ..spec.columns import ColumnSchema, storage_type
-from ..spec.naming import HELPER_PREFIX
+from ..spec.naming import HELPER_PREFIX, backticked
 
 TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?$"  # 'HH:MM:SS[.ffffff]'
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
@@ -92,7 +92,7 @@ def cast_to_declared(
 
 def _cast(name: str, source_type: T.DataType, column: ColumnSchema, target: T.DataType):
     """(the cast value, a condition true where the cast lost the value) of one declared column."""
-    data_type, source = column.data_type, F.col(_quoted(name))
+    data_type, source = column.data_type, F.col(backticked(name))
     if isinstance(source_type, _NESTED) and data_type in ("json", "text"):
         return F.to_json(source, {"ignoreNullFields": "false"}), F.lit(False)  # nulls kept, as dlt does
     if data_type == "time":
@@ -145,7 +145,7 @@ def _decimal_lost(name: str, source_type: T.DataType, cast: Column, target: T.De
 
 def _try_cast(name: str, target: T.DataType) -> Column:
     """The column cast to `target`, NULL where it cannot be (whether or not Spark runs in ANSI mode)."""
-    return F.expr(f"try_cast({_quoted(name)} AS {target.simpleString()})")
+    return F.expr(f"try_cast({backticked(name)} AS {target.simpleString()})")
 
 
 def _changed(name: str, source_type: T.DataType, cast: Column, target: T.DataType) -> Column:
@@ -155,7 +155,7 @@ def _changed(name: str, source_type: T.DataType, cast: Column, target: T.DataTyp
     if isinstance(source_type, T.StringType):
         return cast != _try_cast(name, T.DoubleType())
     if isinstance(source_type, T.NumericType):
-        return cast != F.col(_quoted(name))  # compared as the wider of the two types
+        return cast != F.col(backticked(name))  # compared as the wider of the two types
     return F.lit(False)
 
 
@@ -213,10 +213,12 @@ def _refuse_nulls(df: DataFrame, required: list[str], key: tuple[str, ...]) -> N
         if example:
             raise NullValueError(absent[0], _row_key(example[0].asDict(), key), df.count())
         return
-    counts = df.select(*(F.count(F.when(F.col(_quoted(n)).isNull(), 1)).alias(n) for n in required)).first()
+    counts = df.select(
+        *(F.count(F.when(F.col(backticked(n)).isNull(), 1)).alias(n) for n in required)
+    ).first()
     for name in required:
         if counts[name]:
-            example = df.where(F.col(_quoted(name)).isNull()).limit(1).collect()[0].asDict()
+            example = df.where(F.col(backticked(name)).isNull()).limit(1).collect()[0].asDict()
             raise NullValueError(name, _row_key(example, key), counts[name])
 
 
@@ -224,7 +226,3 @@ def _row_key(row: dict[str, Any], key: tuple[str, ...]) -> dict[str, Any]:
     """The row's key values, or its first columns where the load has no key."""
     shown = [k for k in key if k in row] or [c for c in row if not c.startswith(HELPER_PREFIX)]
     return {name: row[name] for name in shown[:KEY_SHOWN_COLUMNS]}
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

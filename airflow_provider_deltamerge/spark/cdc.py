@@ -19,6 +19,7 @@ from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..spec.options import TableHints
 from . import profile
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
+from .names import col, cols
 
 VERSIONS = "__versions"
 TIES = HELPER_PREFIX + "ties"  # per staged event: its key's events that tie with another at one sequence
@@ -29,13 +30,13 @@ TRUNCATE_FLAG = HELPER_PREFIX + "tr"  # while staging: true where the event is a
 def check_ordered_events(df: DataFrame, primary_key: tuple[str, ...], sequence: tuple[str, ...]) -> None:
     """Refuse two different events of one key at the same sequence (one Spark job)."""
     data = [c for c in df.columns if c != INPUT_ORDER]
-    content = F.to_json(F.struct(*(F.col(f"`{c}`") for c in data)))
+    content = F.to_json(F.struct(*(col(c) for c in data)))
     present = F.lit(True)
     for column in sequence:
-        present = present & F.col(column).isNotNull()
+        present = present & col(column).isNotNull()
     tied = (
         df.where(present)
-        .groupBy(*primary_key, *sequence)
+        .groupBy(*cols([*primary_key, *sequence]))
         .agg(F.count_distinct(content).alias(VERSIONS))
         .where(F.col(VERSIONS) > 1)
     )
@@ -55,31 +56,31 @@ def newest_event_per_key(
     `count_ties`: it carries TIES, how many of its key's events differ from the event before them at
     the same sequence (in the order of the ranking, where one sequence's events are neighbours), so
     that the ties `check_ordered_events` refuses are counted in the same pass (`sum_of_ties`)."""
-    order = [F.col(c).desc() for c in sequence] + [F.col(INPUT_ORDER).asc()]
-    window = Window.partitionBy(*primary_key).orderBy(*order)
+    order = [col(c).desc() for c in sequence] + [F.col(INPUT_ORDER).asc()]
+    window = Window.partitionBy(*cols(primary_key)).orderBy(*order)
     ranked = df.withColumn(RANK, F.row_number().over(window))
     if count_ties:
         ranked = ranked.withColumn(TIES, _tied_with_previous(df, sequence, window))
-        ranked = ranked.withColumn(TIES, F.sum(TIES).over(Window.partitionBy(*primary_key)))
+        ranked = ranked.withColumn(TIES, F.sum(TIES).over(Window.partitionBy(*cols(primary_key))))
     return with_sequence_kept(ranked.filter(F.col(RANK) == 1).drop(RANK), sequence)
 
 
 def with_sequence_kept(df: DataFrame, sequence: tuple[str, ...]) -> DataFrame:
     """Each event's sequence copied into the system columns the table keeps it in (spec/cdc.py)."""
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
-        df = df.withColumn(kept, F.col(f"`{column}`"))
+        df = df.withColumn(kept, col(column))
     return df
 
 
 def _tied_with_previous(df: DataFrame, sequence: tuple[str, ...], window) -> Column:
     """1 where the event differs from the previous one of its key at the same sequence, else 0."""
     data = [c for c in df.columns if c != INPUT_ORDER]
-    content = F.struct(*(F.col(f"`{c}`") for c in data))
+    content = F.struct(*(col(c) for c in data))
     if any(_has_map(df.schema[c].dataType) for c in data):  # maps do not compare: their JSON does
         content = F.to_json(content)
     same_sequence = F.lit(True)
     for column in sequence:
-        same_sequence = same_sequence & (F.lag(F.col(column)).over(window) == F.col(column))
+        same_sequence = same_sequence & (F.lag(col(column)).over(window) == col(column))
     differs = ~F.lag(content).over(window).eqNullSafe(content)
     return F.when(same_sequence & differs, 1).otherwise(0)
 
@@ -103,7 +104,9 @@ def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ..
     """Each event once (identical events at one key and sequence are one, `check_ordered_events`), its
     sequence kept in the system columns as `newest_event_per_key` keeps it."""
     order = [F.col(INPUT_ORDER).asc()]
-    ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*key, *sequence).orderBy(*order)))
+    ranked = df.withColumn(
+        RANK, F.row_number().over(Window.partitionBy(*cols([*key, *sequence])).orderBy(*order))
+    )
     return with_sequence_kept(ranked.filter(F.col(RANK) == 1).drop(RANK), sequence)
 
 
@@ -133,7 +136,7 @@ def flag_truncate_events(df: DataFrame, condition: str, primary_key: tuple[str, 
     newest of them wins) and none competes with a key's events."""
     flagged = df.withColumn(TRUNCATE_FLAG, F.coalesce(F.expr(condition), F.lit(False)))
     for column in primary_key:
-        kept = F.when(F.col(TRUNCATE_FLAG), F.lit(None)).otherwise(F.col(f"`{column}`"))
+        kept = F.when(F.col(TRUNCATE_FLAG), F.lit(None)).otherwise(col(column))
         flagged = flagged.withColumn(column, kept)
     return flagged
 
@@ -160,7 +163,7 @@ def truncates_as_deletes(df: DataFrame) -> DataFrame:
 
 def newer_than(sequence: tuple[str, ...], values: tuple):
     """The event's sequence greater than `values` (compared in order, the first that differs decides)."""
-    return ~not_newer([F.col(f"`{c}`") for c in sequence], [F.lit(v) for v in values])
+    return ~not_newer([col(c) for c in sequence], [F.lit(v) for v in values])
 
 
 def not_newer_rows(df: DataFrame, sequence: tuple[str, ...], values: tuple) -> DataFrame:
@@ -168,7 +171,7 @@ def not_newer_rows(df: DataFrame, sequence: tuple[str, ...], values: tuple) -> D
     (all of them where `sequence` is empty: the table has no sequence yet)."""
     if not sequence:
         return df
-    return df.where(F.col(f"`{sequence[0]}`").isNull() | ~newer_than(sequence, values))
+    return df.where(col(sequence[0]).isNull() | ~newer_than(sequence, values))
 
 
 def without_tombstoned(
@@ -178,11 +181,11 @@ def without_tombstoned(
     (the sequence system columns) of each, named with TOMBSTONE_PREFIX."""
 
     def tomb(column: str):
-        return F.col(f"d.`{TOMBSTONE_PREFIX}{column}`")
+        return col(TOMBSTONE_PREFIX + column, "d")
 
-    condition = not_newer([F.col(f"e.`{c}`") for c in sequence], [tomb(c) for c in sequence])
+    condition = not_newer([col(c, "e") for c in sequence], [tomb(c) for c in sequence])
     for key in primary_key:
-        condition = F.col(f"e.`{key}`").eqNullSafe(tomb(key)) & condition
+        condition = col(key, "e").eqNullSafe(tomb(key)) & condition
     return df.alias("e").join(F.broadcast(tombstones.alias("d")), condition, "left_anti")
 
 

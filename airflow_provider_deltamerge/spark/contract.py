@@ -23,6 +23,7 @@ from ..errors import ContractError
 from ..spec.columns import VARIANT_SEPARATOR, dlt_type_of, variant_name
 from ..spec.contract import SchemaContract
 from ..spec.naming import HELPER_PREFIX
+from .names import col
 from .schema import can_widen
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ def _apply(
         return df.drop(*columns), 0
     carrying = F.lit(False)
     for name in columns:
-        carrying = carrying | F.col(f"`{name}`").isNotNull()
+        carrying = carrying | col(name).isNotNull()
     discarded = df.where(carrying).count()
     log.warning("schema contract: %d row(s) carrying new %s %s are discarded", discarded, entity, columns)
     return df.where(~carrying).drop(*columns), discarded

@@ -29,6 +29,7 @@ from ..spec.incremental import EPOCH, Incremental, coerce_bound, cursor_state, j
 from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..spec.window import Window
 from .frames import materialize, short_hash
+from .names import col
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +89,16 @@ def spark_cursor_type(data_type: T.DataType, cursor_path: str = "cursor") -> str
     )
 
 
+def path_segments(columns: list[str], cursor_path: str) -> tuple[str, ...]:
+    """The cursor path's segments: a top-level column of that very name (dots and all), else a dotted
+    path into structs."""
+    return (cursor_path,) if cursor_path in columns else tuple(cursor_path.split("."))
+
+
 def cursor_field_type(df: DataFrame, cursor_path: str) -> T.DataType:
     """The Spark type at a dotted path into structs, or CursorColumnMissingError."""
     data_type: T.DataType = df.schema
-    for segment in cursor_path.split("."):
+    for segment in path_segments(df.columns, cursor_path):
         names = data_type.fieldNames() if isinstance(data_type, T.StructType) else []
         if segment not in names:  # the load's helper columns (__ord) are not the user's data
             raise CursorColumnMissingError(
@@ -110,7 +117,7 @@ def resolve_cursor_path(df: DataFrame, cursor_path: str) -> str:
     it into (`meta.updated` -> `meta__updated`)."""
     first, _, rest = cursor_path.partition(".")
     flattened = cursor_path.replace(".", "__")
-    if rest and first not in df.columns and flattened in df.columns:
+    if rest and cursor_path not in df.columns and first not in df.columns and flattened in df.columns:
         return flattened
     return cursor_path
 
@@ -148,7 +155,8 @@ def apply_cursor(
     cursor_field_type(df, path)
     key = dedup_key(incremental, table_primary_key, whole_row_dedup)
     stored = cursor_state(stored_state, incremental.cursor_path)
-    annotated = df.withColumn(_CURSOR, _cursor_column(path))
+    segments = path_segments(df.columns, path)
+    annotated = df.withColumn(_CURSOR, _cursor_column(segments))
     if incremental.records_boundary_hashes:
         annotated = annotated.withColumn(_HASH, _row_hash(df, key, incremental.primary_key is not None))
     annotated = _flag_rows(annotated, incremental, window, stored.get("unique_hashes") or [])
@@ -158,7 +166,7 @@ def apply_cursor(
     annotated = materialize(annotated)
     if window.cursor_type == "string":
         _check_one_timestamp_format(annotated, incremental.cursor_path)
-    kept = (path.split(".")[0], *table_primary_key, *(incremental.primary_key or ()))
+    kept = (segments[0], *table_primary_key, *(incremental.primary_key or ()))
     data = [c for c in df.columns if c not in kept and not c.startswith(_NOT_ROW_DATA)]
     result = _summarise(annotated, incremental, window, data)
     if result.rows_missing_cursor and incremental.on_cursor_value_missing == "raise":
@@ -191,9 +199,9 @@ def _check_one_timestamp_format(annotated: DataFrame, cursor_path: str) -> None:
         )
 
 
-def _cursor_column(cursor_path: str) -> Column:
-    first, *rest = cursor_path.split(".")
-    column = F.col(f"`{first}`")
+def _cursor_column(segments: tuple[str, ...]) -> Column:
+    first, *rest = segments
+    column = col(first)
     for segment in rest:
         column = column.getField(segment)
     return column
@@ -208,7 +216,7 @@ def _row_hash(df: DataFrame, key: tuple[str, ...] | None, key_is_incremental: bo
             if column not in df.columns:
                 raise MissingKeyColumnError(column, hint, df.columns)
         columns = list(key)
-    payload = F.to_json(F.struct(*(F.col(f"`{c}`") for c in columns)))
+    payload = F.to_json(F.struct(*(col(c) for c in columns)))
     return short_hash(payload, HASH_LENGTH)
 
 
@@ -271,11 +279,8 @@ def _summarise(
         F.sum(F.col(_KEEP).cast("long")).alias("rows_after"),
         F.sum(F.col(_DUPLICATE).cast("long")).alias("duplicates"),
         newest.alias("last_value"),
-        *(F.count(F.col(f"`{c}`")).alias(f"all_{i}") for i, c in enumerate(data_columns)),
-        *(
-            F.count(F.when(F.col(_KEEP), F.col(f"`{c}`"))).alias(f"kept_{i}")
-            for i, c in enumerate(data_columns)
-        ),
+        *(F.count(col(c)).alias(f"all_{i}") for i, c in enumerate(data_columns)),
+        *(F.count(F.when(F.col(_KEEP), col(c))).alias(f"kept_{i}") for i, c in enumerate(data_columns)),
     ).first()
     filtered = tuple(  # where no row is kept, the batch's columns still shape the empty window's commit
         c
@@ -291,10 +296,6 @@ def _summarise(
         rows_boundary_duplicates=int(totals["duplicates"] or 0),
         filtered_columns=filtered,
     )
-
-
-def _quoted(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _python_value(collected: Any, cursor_type: str) -> Any:

@@ -17,6 +17,7 @@ from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, Row
 from ..plan.merge import HARD_DELETE_FLAG
 from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
+from .names import col, cols
 from .profile import STORABLE_DATES, outside_storable_dates
 
 log = logging.getLogger(__name__)
@@ -56,13 +57,14 @@ def check_no_helper_columns(columns: list[str], normalize: Callable[[str], str])
         )
 
 
-def rename_columns(df: DataFrame, normalize: Callable[[str], str]) -> DataFrame:
-    """Top-level columns renamed by the naming convention (the input-order helper keeps its name)."""
+def rename_columns(df: DataFrame, normalize: Callable[[str], str], table: str = "") -> DataFrame:
+    """Top-level columns renamed by the naming convention (the input-order helper keeps its name); two
+    that would be equal ignoring case are refused (`normalize_columns`)."""
     data_columns = [c for c in df.columns if c != INPUT_ORDER]
-    mapping = normalize_columns(data_columns, normalize)
+    mapping = normalize_columns(data_columns, normalize, table)
     if all(k == v for k, v in mapping.items()):
         return df
-    return df.select(*(F.col(f"`{c}`").alias(mapping.get(c, c)) for c in df.columns))
+    return df.select(*(col(c).alias(mapping.get(c, c)) for c in df.columns))
 
 
 def check_key_columns(df: DataFrame, keys: dict[str, tuple[str, ...]]) -> int:
@@ -73,9 +75,7 @@ def check_key_columns(df: DataFrame, keys: dict[str, tuple[str, ...]]) -> int:
     """
     checked = [(hint, c) for hint, columns in keys.items() for c in columns if c in df.columns]
     aggregates = [F.count(F.lit(1)).alias("rows")]
-    aggregates += [
-        F.sum(F.col(c).isNull().cast("long")).alias(f"null_{i}") for i, (_, c) in enumerate(checked)
-    ]
+    aggregates += [F.sum(col(c).isNull().cast("long")).alias(f"null_{i}") for i, (_, c) in enumerate(checked)]
     counts = df.agg(*aggregates).first()
     rows = int(counts["rows"])
     for hint, columns in keys.items():
@@ -97,9 +97,9 @@ def keep_one_row_per_key(
         column, direction = dedup_sort
         if column not in df.columns:
             raise MissingKeyColumnError(column, "dedup_sort", [c for c in df.columns if c != INPUT_ORDER])
-        sort = F.col(column).desc_nulls_last() if direction == "desc" else F.col(column).asc_nulls_last()
+        sort = col(column).desc_nulls_last() if direction == "desc" else col(column).asc_nulls_last()
         order.insert(0, sort)
-    ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*primary_key).orderBy(*order)))
+    ranked = df.withColumn(RANK, F.row_number().over(Window.partitionBy(*cols(primary_key)).orderBy(*order)))
     return ranked.filter(F.col(RANK) == 1).drop(RANK)
 
 
@@ -108,7 +108,7 @@ def flag_hard_deletes(df: DataFrame, column: str) -> DataFrame:
     if column not in df.columns:
         log.warning("hard_delete column %r is not in the batch; no row is a delete", column)
         return df.withColumn(HARD_DELETE_FLAG, F.lit(False))
-    value = F.col(column)
+    value = col(column)
     is_bool = isinstance(df.schema[column].dataType, T.BooleanType)
     flag = F.coalesce(value, F.lit(False)) if is_bool else value.isNotNull()
     return df.withColumn(HARD_DELETE_FLAG, flag)
@@ -116,7 +116,7 @@ def flag_hard_deletes(df: DataFrame, column: str) -> DataFrame:
 
 def check_unique_keys(df: DataFrame, primary_key: tuple[str, ...], strategy: str) -> None:
     """Fail, naming some of the keys, when a primary key occurs more than once in the batch."""
-    duplicated = df.groupBy(*primary_key).count().filter(F.col("count") > 1)
+    duplicated = df.groupBy(*cols(primary_key)).count().filter(F.col("count") > 1)
     found = duplicated.limit(DUPLICATE_EXAMPLES).collect()  # no sort: the common case has none to find
     if found:
         examples = sorted((tuple(r[c] for c in primary_key) for r in found), key=repr)
@@ -150,7 +150,7 @@ def short_hash(text: F.Column, length: int = ID_LENGTH) -> F.Column:
 
 def row_id_text(primary_key: tuple[str, ...]) -> F.Column:
     """The text a row id keyed by the primary key hashes: the key's columns as one JSON object."""
-    return F.to_json(F.struct(*(F.col(c) for c in primary_key)))
+    return F.to_json(F.struct(*cols(primary_key)))
 
 
 def add_system_columns(df: DataFrame, load_id: str, primary_key_id: tuple[str, ...] = ()) -> DataFrame:
@@ -175,7 +175,7 @@ def check_storable_dates(df: DataFrame, key: tuple[str, ...], outside: dict[str,
     for column, count in outside.items():
         if count:
             shown = list(key) or [c for c in df.columns if not c.startswith((HELPER_PREFIX, "_dlt"))][:3]
-            as_text = [F.col(f"`{c}`").cast("string").alias(c) for c in dict.fromkeys([*shown, column])]
+            as_text = [col(c).cast("string").alias(c) for c in dict.fromkeys([*shown, column])]
             example = df.filter(outside_storable_dates(column)).select(*as_text).first()  # no Python date
             raise SourceError(
                 f"column {column!r} holds {count} value(s) outside {STORABLE_DATES[0]}.."

@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 from ..plan.nested import LIST_FIELD, LIST_INDEX, PARENT_ID, ROOT_ID, NestedPlan, NestedTable, Shape
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
 from .frames import short_hash
+from .names import col
 
 _VALUE = HELPER_PREFIX + "el"  # a row's value: the root's array columns as a struct, or the element
 _ROOT = HELPER_PREFIX + "root"  # the root row's _dlt_id
@@ -43,13 +44,13 @@ def root_rows(staged: DataFrame, plan: NestedPlan) -> DataFrame:
     """The root table's rows: the arrays that became child tables dropped, the ones kept as JSON as text."""
     df = staged.drop(*plan.child_columns) if plan.child_columns else staged  # Connect: no schema asked anew
     for name in plan.json_columns:
-        df = df.withColumn(name, F.to_json(F.col(f"`{name}`")))
+        df = df.withColumn(name, F.to_json(col(name)))
     return df
 
 
 def child_rows(staged: DataFrame, plan: NestedPlan, load_id: str, root_key: bool) -> dict[str, DataFrame]:
     """Each child table's rows, built from the staged root rows (which carry `_dlt_id`)."""
-    arrays = [F.col(f"`{c}`").alias(c) for c in plan.child_columns]
+    arrays = [col(c).alias(c) for c in plan.child_columns]
     frames = {
         plan.root: staged.select(
             F.struct(*arrays).alias(_VALUE) if arrays else F.lit(None).alias(_VALUE),

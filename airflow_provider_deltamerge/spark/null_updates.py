@@ -19,6 +19,7 @@ from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.null_updates import active, deleted_at, sequences_of, subject_columns
 from ..spec.options import TableHints
 from .frames import INPUT_ORDER
+from .names import col, cols
 
 
 def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
@@ -34,8 +35,8 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
             raise MissingKeyColumnError(column, "ignore_null_updates_column_list", data)
     chosen = subject_columns(hints, df.columns)
     sequence = hints.sequence_by
-    key = Window.partitionBy(*hints.primary_key)
-    order = [F.col(f"`{c}`").desc() for c in sequence]
+    key = Window.partitionBy(*cols(hints.primary_key))
+    order = [col(c).desc() for c in sequence]
     newest_first = key.orderBy(*order, F.col(INPUT_ORDER).asc()).rowsBetween(
         Window.unboundedPreceding, Window.unboundedFollowing
     )
@@ -48,18 +49,18 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
         df = df.withColumns(_parts(newest_delete, helpers))
         since = F.col(helpers[0]).isNull() | (event_sequence > _in_order(helpers))
     for column in chosen:
-        value = F.when(since, F.col(f"`{column}`"))
+        value = F.when(since, col(column))
         replaced[column] = F.first(value, ignorenulls=True).over(newest_first).alias(column)
         carried = F.max(F.when(value.isNotNull(), event_sequence)).over(key)
         parts = _parts(carried, sequences_of(column, len(sequence)))
         replaced.update({name: part.alias(name) for name, part in parts.items()})
-    kept = [replaced.pop(c) if c in replaced else F.col(f"`{c}`") for c in df.columns]
+    kept = [replaced.pop(c) if c in replaced else col(c) for c in df.columns]
     return df.select(*kept, *replaced.values())
 
 
 def _in_order(columns) -> Column:
     """The sequence in `columns` as one struct, which Spark compares field by field, in order."""
-    return F.struct(*(F.col(f"`{c}`").alias(f"part{i}") for i, c in enumerate(columns, 1)))
+    return F.struct(*(col(c).alias(f"part{i}") for i, c in enumerate(columns, 1)))
 
 
 def _parts(sequence: Column, names: tuple[str, ...]) -> dict[str, Column]:

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from ..plan.pruning import KeyRange
+from .names import col
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def _distinct(staged: DataFrame, arrow, column: str) -> tuple:
     if arrow is not None:
         found = pc.unique(arrow.column(column)).to_pylist()
     else:
-        found = [row[0] for row in staged.select(column).distinct().limit(MAX_NAMED + 1).collect()]
+        found = [row[0] for row in staged.select(col(column)).distinct().limit(MAX_NAMED + 1).collect()]
     if len(found) > MAX_NAMED:
         log.info(
             "more than %d values of partition column %s in the batch: bounded by range", MAX_NAMED, column

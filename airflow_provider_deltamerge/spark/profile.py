@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..plan.pruning import KeyRange
+from ..spec.naming import backticked
 
 DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 _RANGED_TYPES = (T.IntegralType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)
@@ -111,10 +112,6 @@ def _profile(values: dict[str, Any]) -> Profile:
 # Each aggregate is one SQL expression, parsed by Spark in one call, not built call by call from Python.
 
 
-def _quoted(column: str) -> str:
-    return "`" + column.replace("`", "``") + "`"
-
-
 def counted_where(condition_sql: str) -> Column:
     """How many rows meet the condition. Not `count_if`: Spark rewrites it to name its condition twice,
     which the observed pass computes as an extra column, dropped by a projection of its own after it."""
@@ -122,7 +119,7 @@ def counted_where(condition_sql: str) -> Column:
 
 
 def null_counts(df: DataFrame, columns: list[str]) -> list[Column]:
-    return [counted_where(f"{_quoted(c)} IS NULL").alias(f"null:{c}") for c in columns]
+    return [counted_where(f"{backticked(c)} IS NULL").alias(f"null:{c}") for c in columns]
 
 
 def date_columns(df: DataFrame) -> list[str]:
@@ -131,7 +128,7 @@ def date_columns(df: DataFrame) -> list[str]:
 
 def _outside_storable_dates_sql(column: str) -> str:
     low, high = STORABLE_DATES
-    as_date = f"to_date({_quoted(column)})"
+    as_date = f"to_date({backticked(column)})"
     return f"({as_date} < DATE'{low}' OR {as_date} > DATE'{high}')"
 
 
@@ -156,7 +153,7 @@ def key_bounds(df: DataFrame, columns: list[str]) -> list[Column]:
     for column in columns:
         kind = type(df.schema[column].dataType)
         for bound in ("min", "max"):
-            value = f"{bound}({_quoted(column)})"
+            value = f"{bound}({backticked(column)})"
             if kind is T.TimestampType:
                 value = f"unix_micros({value})"
             elif kind in (T.DateType, T.TimestampNTZType):
@@ -170,7 +167,7 @@ def text_bytes(df: DataFrame) -> list[Column]:
     text = [f.name for f in df.schema.fields if isinstance(f.dataType, _TEXT_TYPES)]
     if not text:
         return []
-    lengths = " + ".join(f"coalesce(octet_length({_quoted(c)}), 0)" for c in text)
+    lengths = " + ".join(f"coalesce(octet_length({backticked(c)}), 0)" for c in text)
     return [F.expr(f"sum(CAST({lengths} AS BIGINT))").alias("text")]
 
 
@@ -185,7 +182,7 @@ def partition_folder_bytes(df: DataFrame, columns: tuple[str, ...]) -> list[Colu
     as delta-rs writes it: every byte but the unreserved ASCII characters percent-encoded (3 bytes)."""
     aggregates = []
     for column in text_columns(df, columns):
-        value = _quoted(column)
+        value = backticked(column)
         kept = f"length(regexp_replace({value}, '[^A-Za-z0-9._~-]', ''))"
         escaped = f"{kept} + 3 * (octet_length({value}) - {kept})"
         name = len(column.encode("utf-8")) + 1

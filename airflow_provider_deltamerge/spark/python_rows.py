@@ -38,7 +38,7 @@ def extracted(spark, data, request, table_schema: T.StructType | None, stored_co
         normalize = direct
     ordered = frames.with_input_order(df)  # one schema asked of Spark for both: a round trip on Connect
     frames.check_no_helper_columns(ordered.columns[:-1], normalize)
-    return one_value_per_number(frames.rename_columns(ordered, normalize), identifying)
+    return one_value_per_number(frames.rename_columns(ordered, normalize, request.table), identifying)
 
 
 def _declared_decimals(request, stored_columns) -> dict[str, pa.DataType]:
@@ -69,4 +69,5 @@ def row_normalizer(request, table_schema: T.StructType | None, stored_columns) -
         keys=frozenset(request.hints.primary_key) | frozenset(request.hints.merge_key),
         max_table_nesting=request.max_table_nesting,
         layout=layout,
+        table=request.table,
     )

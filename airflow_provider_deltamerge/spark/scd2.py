@@ -21,6 +21,7 @@ from ..plan.scd2 import RETIRE_AT, RetireScope, Scd2Settings, plan_scd2
 from ..spec.naming import HELPER_PREFIX, ROW_ID, SYSTEM_PREFIX
 from ..spec.run import load_time
 from .frames import check_key_columns, short_hash
+from .names import col, cols
 from .schema import align_to_table
 
 log = logging.getLogger(__name__)
@@ -106,8 +107,8 @@ def check_boundary_column(df: DataFrame, column: str) -> None:
         )
     value = boundary_values(df, column)
     counts = df.agg(
-        F.sum(F.col(column).isNull().cast("long")).alias("missing"),
-        F.sum((F.col(column).isNotNull() & value.isNull()).cast("long")).alias("unreadable"),
+        F.sum(col(column).isNull().cast("long")).alias("missing"),
+        F.sum((col(column).isNotNull() & value.isNull()).cast("long")).alias("unreadable"),
     ).first()
     if counts["missing"] or counts["unreadable"]:
         raise SourceError(
@@ -120,7 +121,7 @@ def check_boundary_column(df: DataFrame, column: str) -> None:
 def boundary_values(df: DataFrame, column: str) -> Column:
     """The boundary column as UTC timestamps: dates are midnight UTC, timestamps without zone are UTC."""
     data_type = df.schema[column].dataType
-    value = F.col(f"`{column}`")
+    value = col(column)
     if isinstance(data_type, T.TimestampType):
         return value
     if isinstance(data_type, T.DateType):
@@ -143,7 +144,7 @@ def _data_columns(df: DataFrame) -> list[str]:
 def row_version_hash(df: DataFrame, settings: Scd2Settings) -> Column:
     """A hash of the row's stored values: data columns by sorted name, system and helper columns left out."""
     columns = sorted(c for c in _data_columns(df) if c not in settings.system_columns)
-    as_json = F.to_json(F.struct(*(F.col(f"`{c}`").alias(c) for c in columns)), HASH_JSON_OPTIONS)
+    as_json = F.to_json(F.struct(*(col(c).alias(c) for c in columns)), HASH_JSON_OPTIONS)
     return short_hash(as_json)
 
 
@@ -178,21 +179,15 @@ def rows_and_retires(rows: DataFrame, target: DataFrame, scope: RetireScope) -> 
     keys = list(scope.merge_key)
     matched = list(dict.fromkeys((*keys, scope.version_column)))
     active = (
-        target.filter(is_active(F.col(f"`{scope.valid_to}`"), scope.active_marker))
-        .select(*_cols(matched))
-        .distinct()
+        target.filter(is_active(col(scope.valid_to), scope.active_marker)).select(*cols(matched)).distinct()
     )
-    retire_at = rows.groupBy(*_cols(keys)).agg(F.max(F.col(f"`{scope.valid_from}`")).alias(RETIRE_AT))
+    retire_at = rows.groupBy(*cols(keys)).agg(F.max(col(scope.valid_from)).alias(RETIRE_AT))
     retired = (
         active.join(retire_at, on=keys, how="inner")
-        .join(rows.select(*_cols(matched)).distinct(), on=matched, how="left_anti")
+        .join(rows.select(*cols(matched)).distinct(), on=matched, how="left_anti")
         .withColumn(ACTION, F.lit("retire"))
     )
     inserts = rows.withColumn(ACTION, F.lit("insert")).withColumn(
         RETIRE_AT, F.lit(None).cast(T.TimestampType())
     )
     return inserts.unionByName(retired, allowMissingColumns=True)
-
-
-def _cols(names: list[str]) -> list[Column]:
-    return [F.col(f"`{n}`") for n in names]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
@@ -20,6 +20,7 @@ from ..plan.scd2_feed import BY_DELETE, SPLIT, FeedScope, plan_scd2_events
 from ..spec.cdc import SEQUENCE
 from ..spec.naming import HELPER_PREFIX, ROW_ID
 from .frames import materialize
+from .names import col, cols
 from .scd2 import check_batch, check_table, row_version_hash
 from .schema import align_to_table
 
@@ -52,17 +53,17 @@ def batch_versions(
     """Each event as a version: its hash in `_dlt_id`, valid from its sequence until the next event of
     its key in the batch (a delete's too), the active flag where asked for."""
     kept = SEQUENCE if SEQUENCE in df.columns else sequence if sequence in df.columns else None
-    valid_from = F.col(kept) if kept is not None else F.lit(None)
+    valid_from = col(kept) if kept is not None else F.lit(None)
     df = df.withColumn(ROW_ID, row_version_hash(df, settings)).withColumn(settings.valid_from, valid_from)
     if kept == SEQUENCE:
         df = df.drop(SEQUENCE)
     valid_to = F.lit(None)
     if all(c in df.columns for c in merge_key):  # an empty batch may lack them
-        following = Window.partitionBy(*_cols(merge_key)).orderBy(F.col(f"`{settings.valid_from}`"))
-        valid_to = F.lead(F.col(f"`{settings.valid_from}`")).over(following)
+        following = Window.partitionBy(*cols(merge_key)).orderBy(col(settings.valid_from))
+        valid_to = F.lead(col(settings.valid_from)).over(following)
     df = df.withColumn(settings.valid_to, valid_to.cast(df.schema[settings.valid_from].dataType))
     if settings.active_column:
-        df = df.withColumn(settings.active_column, F.col(f"`{settings.valid_to}`").isNull())
+        df = df.withColumn(settings.active_column, col(settings.valid_to).isNull())
     return df
 
 
@@ -74,21 +75,21 @@ def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) ->
     keys = list(scope.merge_key)
     at = [*keys, scope.valid_from]
     deletes = F.col(HARD_DELETE_FLAG) if HARD_DELETE_FLAG in rows.columns else F.lit(False)
-    versions = target.join(rows.select(*_cols(keys)).distinct(), on=keys, how="left_semi")
-    new = rows.join(versions.select(*_cols(at)), on=at, how="left_anti")  # not delivered before
+    versions = target.join(rows.select(*cols(keys)).distinct(), on=keys, how="left_semi")
+    new = rows.join(versions.select(*cols(at)), on=at, how="left_anti")  # not delivered before
     points = _table_points(versions, scope).unionByName(
         new.select(
-            *_cols(keys),
-            F.col(f"`{scope.valid_from}`").alias(POINT),
+            *cols(keys),
+            col(scope.valid_from).alias(POINT),
             F.when(deletes, F.lit(END)).otherwise(F.lit(EVENT)).alias(KIND),
             F.lit(None).cast(versions.schema[scope.valid_to].dataType).alias(OLD_TO),
         )
     )
-    order = Window.partitionBy(*_cols(keys)).orderBy(F.col(POINT), F.col(KIND))
+    order = Window.partitionBy(*cols(keys)).orderBy(F.col(POINT), F.col(KIND))
     points = points.withColumn(NEXT, F.lead(F.col(POINT)).over(order))
     points = points.withColumn(NEXT_KIND, F.coalesce(F.lead(F.col(KIND)).over(order) == END, F.lit(False)))
     retired = points.filter((F.col(KIND) == VERSION) & ~F.col(OLD_TO).eqNullSafe(F.col(NEXT))).select(
-        *_cols(keys),
+        *cols(keys),
         F.col(POINT).alias(scope.valid_from),
         F.col(NEXT).alias(RETIRE_AT),
         F.col(OLD_TO).isNotNull().alias(SPLIT),
@@ -96,14 +97,14 @@ def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) ->
         F.lit("retire").alias(ACTION),
     )
     ends = points.filter(F.col(KIND) == EVENT).select(
-        *_cols(keys), F.col(POINT).alias(scope.valid_from), NEXT, F.col(NEXT_KIND).alias(BY_DELETE)
+        *cols(keys), F.col(POINT).alias(scope.valid_from), NEXT, F.col(NEXT_KIND).alias(BY_DELETE)
     )
     inserts = new.filter(~deletes).drop(HARD_DELETE_FLAG, scope.valid_to).join(ends, on=at, how="inner")
     inserts = inserts.withColumnRenamed(NEXT, scope.valid_to)
     if scope.active_column:
-        inserts = inserts.withColumn(scope.active_column, F.col(f"`{scope.valid_to}`").isNull())
+        inserts = inserts.withColumn(scope.active_column, col(scope.valid_to).isNull())
     inserts = inserts.select(
-        *(F.col(f"`{c}`") for c in rows.columns if c != HARD_DELETE_FLAG),
+        *(col(c) for c in rows.columns if c != HARD_DELETE_FLAG),
         F.lit("insert").alias(ACTION),
         F.lit(None).cast(retired.schema[RETIRE_AT].dataType).alias(RETIRE_AT),
         F.lit(False).alias(SPLIT),
@@ -129,12 +130,8 @@ def written_versions_closed_by_deletes(staged: DataFrame, scope: FeedScope) -> i
     if HARD_DELETE_FLAG not in staged.columns:
         return 0
     keys = list(scope.merge_key)
-    ends = staged.filter(F.col(HARD_DELETE_FLAG)).select(
-        *_cols(keys), F.col(f"`{scope.valid_from}`").alias(POINT)
-    )
-    versions = staged.filter(~F.col(HARD_DELETE_FLAG)).select(
-        *_cols(keys), F.col(f"`{scope.valid_to}`").alias(POINT)
-    )
+    ends = staged.filter(F.col(HARD_DELETE_FLAG)).select(*cols(keys), col(scope.valid_from).alias(POINT))
+    versions = staged.filter(~F.col(HARD_DELETE_FLAG)).select(*cols(keys), col(scope.valid_to).alias(POINT))
     return versions.join(ends.distinct(), on=[*keys, POINT], how="left_semi").count()
 
 
@@ -142,21 +139,17 @@ def _table_points(versions: DataFrame, scope: FeedScope) -> DataFrame:
     """The table's versions of the batch's keys as points, and the deletes their gaps imply: a version
     closed before the next one opens (or closed, and the last) ends at a delete."""
     keys = list(scope.merge_key)
-    valid_from, valid_to = F.col(f"`{scope.valid_from}`"), F.col(f"`{scope.valid_to}`")
-    following = Window.partitionBy(*_cols(keys)).orderBy(valid_from)
+    valid_from, valid_to = col(scope.valid_from), col(scope.valid_to)
+    following = Window.partitionBy(*cols(keys)).orderBy(valid_from)
     versions = versions.withColumn(NEXT, F.lead(valid_from).over(following))
     opened = versions.select(
-        *_cols(keys), valid_from.alias(POINT), F.lit(VERSION).alias(KIND), valid_to.alias(OLD_TO)
+        *cols(keys), valid_from.alias(POINT), F.lit(VERSION).alias(KIND), valid_to.alias(OLD_TO)
     )
     gap = valid_to.isNotNull() & ~valid_to.eqNullSafe(F.col(NEXT))
     ended = versions.filter(gap).select(
-        *_cols(keys),
+        *cols(keys),
         valid_to.cast(versions.schema[scope.valid_from].dataType).alias(POINT),
         F.lit(END).alias(KIND),
         F.lit(None).cast(versions.schema[scope.valid_to].dataType).alias(OLD_TO),
     )
     return opened.unionByName(ended)
-
-
-def _cols(names) -> list[Column]:
-    return [F.col(f"`{n}`") for n in names]

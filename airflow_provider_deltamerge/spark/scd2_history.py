@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -39,6 +39,7 @@ from ..spec.cdc import SEQUENCE
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, SYSTEM_PREFIX
 from ..spec.track_history import missing_tracked, tracked_columns
 from .frames import materialize
+from .names import col, cols
 from .scd2 import check_batch, check_table, row_version_hash
 from .schema import align_to_table
 
@@ -81,7 +82,7 @@ def stage_scd2_history(staged, request, snapshot) -> tuple:
         settings, hints.merge_key, tracked, table_exists=snapshot is not None, batch_empty=staged.empty
     )
     if SEQUENCE not in df.columns and hints.sequence_by[0] in df.columns:
-        df = df.withColumn(SEQUENCE, F.col(f"`{hints.sequence_by[0]}`"))
+        df = df.withColumn(SEQUENCE, col(hints.sequence_by[0]))
     if ORIGIN not in df.columns:
         df = df.withColumn(ORIGIN, F.lit(BATCH))
     return dataclasses.replace(staged, df=df), plan
@@ -95,7 +96,7 @@ def rebuild(events: DataFrame, target: DataFrame | None, scope: HistoryScope, se
     deleted = F.col(HARD_DELETE_FLAG) if HARD_DELETE_FLAG in events.columns else F.lit(None)
     events = events.withColumn(HARD_DELETE_FLAG, F.coalesce(deleted.cast("boolean"), F.lit(False)))
     if target is not None:
-        target = target.join(events.select(*_cols(keys)).distinct(), on=keys, how="left_semi")
+        target = target.join(events.select(*cols(keys)).distinct(), on=keys, how="left_semi")
         synthesized = _synthesized(events, target, scope, _data(target.columns, settings))
         events = events.unionByName(synthesized, allowMissingColumns=True)
     data = _data(events.columns, settings)
@@ -105,7 +106,7 @@ def rebuild(events: DataFrame, target: DataFrame | None, scope: HistoryScope, se
     versions = align_to_table(versions, schema, table, keep=(*_helpers(), ROW_ID))
     typed = [c for c in data if c not in keys and not isinstance(points.schema[c].dataType, T.NullType)]
     kept = points.filter(~F.col(HARD_DELETE_FLAG) & (F.col(ORIGIN) != KEPT))
-    kept = kept.select(*_cols([*keys, SEQUENCE, *typed]))  # a column of nulls only has no type to keep
+    kept = kept.select(*cols([*keys, SEQUENCE, *typed]))  # a column of nulls only has no type to keep
     return Rebuilt(materialize(_compared(versions, target, scope)), kept)
 
 
@@ -137,14 +138,12 @@ def counts(rebuilt: Rebuilt) -> dict[str, int]:
 def _synthesized(events: DataFrame, target: DataFrame, scope: HistoryScope, data: list[str]) -> DataFrame:
     """The table's versions that no kept event opens (loaded before the lists were used) as events."""
     keys = list(scope.merge_key)
-    opened = events.filter(F.col(ORIGIN) == KEPT).select(
-        *_cols(keys), F.col(SEQUENCE).alias(scope.valid_from)
-    )
+    opened = events.filter(F.col(ORIGIN) == KEPT).select(*cols(keys), F.col(SEQUENCE).alias(scope.valid_from))
     versions = target.join(opened, on=[*keys, scope.valid_from], how="left_anti")
     kind = events.schema[SEQUENCE].dataType
     return versions.select(
-        *_cols(data),
-        F.col(f"`{scope.valid_from}`").cast(kind).alias(SEQUENCE),
+        *cols(data),
+        col(scope.valid_from).cast(kind).alias(SEQUENCE),
         F.lit(False).alias(HARD_DELETE_FLAG),
         F.lit(SYNTH).alias(ORIGIN),
     )
@@ -154,7 +153,7 @@ def _one_per_place(events: DataFrame, keys: list[str]) -> DataFrame:
     """One point per (key, sequence): a kept (or the table's) event, else the batch's event, else a
     delete."""
     priority = F.when(F.col(HARD_DELETE_FLAG), F.lit(3)).otherwise(F.col(ORIGIN))
-    place = Window.partitionBy(*_cols(keys), F.col(SEQUENCE)).orderBy(priority)
+    place = Window.partitionBy(*cols(keys), F.col(SEQUENCE)).orderBy(priority)
     ranked = events.withColumn(_RANK, F.row_number().over(place))
     return ranked.filter(F.col(_RANK) == 1).drop(_RANK)
 
@@ -163,10 +162,8 @@ def _numbered(points: DataFrame, keys: list[str], tracked: tuple[str, ...]) -> D
     """Each point with whether it opens a version, the number of the version it belongs to, and the
     next point of its key (its sequence, whether a delete)."""
     deleted = F.col(HARD_DELETE_FLAG)
-    order = Window.partitionBy(*_cols(keys)).orderBy(F.col(SEQUENCE))
-    tracked_json = F.to_json(
-        F.struct(*(F.col(f"`{c}`").alias(c) for c in tracked)), {"ignoreNullFields": "false"}
-    )
+    order = Window.partitionBy(*cols(keys)).orderBy(F.col(SEQUENCE))
+    tracked_json = F.to_json(F.struct(*(col(c).alias(c) for c in tracked)), {"ignoreNullFields": "false"})
     points = points.withColumn(_TRACKED, F.when(~deleted, tracked_json))
     before_deleted = F.lag(deleted).over(order)
     changed = ~F.lag(F.col(_TRACKED)).over(order).eqNullSafe(F.col(_TRACKED))
@@ -182,7 +179,7 @@ def _versions(points: DataFrame, keys, data, scope: HistoryScope, settings, load
     """A version per group of events: valid from its opening event until the point after its newest,
     that newest event's values; how many new events it holds and whether one opens it."""
     events = points.filter(~F.col(HARD_DELETE_FLAG))
-    group = Window.partitionBy(*_cols(keys), F.col(_GROUP))
+    group = Window.partitionBy(*cols(keys), F.col(_GROUP))
     new = (F.col(ORIGIN) == BATCH).cast("int")
     events = events.withColumn(NEW_EVENTS, F.sum(new).over(group))
     events = events.withColumn(NEW_OPENER, F.max(F.when(F.col(_OPENS), new).otherwise(0)).over(group))
@@ -190,17 +187,17 @@ def _versions(points: DataFrame, keys, data, scope: HistoryScope, settings, load
     events = events.withColumn(_RANK, F.row_number().over(group.orderBy(F.col(SEQUENCE).desc())))
     versions = events.filter(F.col(_RANK) == 1)
     versions = versions.select(
-        *_cols(data),
-        F.col(f"`{scope.valid_from}`"),
+        *cols(data),
+        col(scope.valid_from),
         F.col(_NEXT).alias(scope.valid_to),
         F.col(_NEXT_DELETE).alias(BY_DELETE),
         F.col(NEW_EVENTS),
         F.col(NEW_OPENER),
     )
-    versions = versions.withColumn(ROW_ID, row_version_hash(versions.select(*_cols(data)), settings))
+    versions = versions.withColumn(ROW_ID, row_version_hash(versions.select(*cols(data)), settings))
     versions = versions.withColumn(LOAD_ID, F.lit(load_id))
     if scope.active_column:
-        versions = versions.withColumn(scope.active_column, F.col(f"`{scope.valid_to}`").isNull())
+        versions = versions.withColumn(scope.active_column, col(scope.valid_to).isNull())
     return versions
 
 
@@ -209,12 +206,12 @@ def _compared(versions: DataFrame, target: DataFrame | None, scope: HistoryScope
     the table's versions no longer opened (DELETE); SPLIT where a closed version now ends earlier,
     BY_DELETE where a written version ends at a delete it did not end at before."""
     at = [*scope.merge_key, scope.valid_from]
-    valid_to = F.col(f"`{scope.valid_to}`")
+    valid_to = col(scope.valid_to)
     if target is None:
         return versions.withColumn(ACTION, F.lit(INSERT)).withColumn(SPLIT, F.lit(False))
     table = target.select(
-        *_cols(at),
-        F.col(f"`{scope.valid_to}`").alias(_OLD_TO),
+        *cols(at),
+        col(scope.valid_to).alias(_OLD_TO),
         F.col(ROW_ID).alias(_OLD_ID),
         F.lit(True).alias(_IN_TABLE),
     )
@@ -241,7 +238,3 @@ def _data(columns, settings) -> list[str]:
 
 def _helpers() -> tuple[str, ...]:
     return (ACTION, SPLIT, BY_DELETE, NEW_EVENTS, NEW_OPENER)
-
-
-def _cols(names) -> list[Column]:
-    return [F.col(f"`{n}`") for n in names]

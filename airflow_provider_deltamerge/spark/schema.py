@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import SchemaError
+from .names import col
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def align_to_table(
     for field in table_schema.fields if table_schema is not None else []:
         table_columns.add(field.name)
         batch_type = batch_types.get(field.name)
-        column = F.col(f"`{field.name}`")
+        column = col(field.name)
         if batch_type is None or isinstance(batch_type, T.NullType):
             selected.append(F.lit(None).cast(field.dataType).alias(field.name))
         elif batch_type == field.dataType:
@@ -83,7 +84,7 @@ def align_to_table(
         if isinstance(batch_type, T.NullType) and name not in keep:
             log.info("column %r has only null values and no type yet; it is not added to %s", name, table)
             continue
-        selected.append(F.col(f"`{name}`"))
+        selected.append(col(name))
     return df.select(*selected)
 
 

@@ -16,8 +16,9 @@ from pyspark.sql import DataFrame
 
 from ..errors import ConfigError, SchemaError
 from ..plan.nested import plan_nested
+from ..plan.scd2 import Scd2Settings
 from ..spec.columns import ColumnSchema, merged_columns, parse_column_schema, storage_type
-from ..spec.naming import naming_convention
+from ..spec.naming import LOAD_ID, ROW_ID, check_distinct_names, check_storable_names, naming_convention
 from .casting import cast_to_declared
 from .contract import apply_schema_contract
 from .identifying import identifying_columns, one_value_per_number
@@ -42,11 +43,15 @@ def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFram
     columns = merged_columns(stored_columns, given)
     declared = parse_column_schema(columns)
     _refuse_changed_types(stored_columns, declared, request.table)
+    table_schema = table.schema if table is not None else None
+    check_distinct_names(request.table, batch.columns, table_schema.fieldNames() if table_schema else ())
+    check_distinct_names(request.table, batch.columns, declared, "declared in columns")
+    check_distinct_names(request.table, batch.columns, _written_by_load(request), "a column the load writes")
+    check_storable_names(request.table, [*batch.columns, *_written_by_load(request)])
     keys = request.hints.primary_key or request.hints.merge_key
     identifying = identifying_columns(request)
     batch = cast_to_declared(batch, declared, keys, request.table, identifying)
     batch = one_value_per_number(batch, identifying)  # and those the casts made floats
-    table_schema = table.schema if table is not None else None
     fixed = frozenset(declared) | set(request.hints.primary_key) | set(request.hints.merge_key)
     fixed |= _arrays(batch, request)  # their rows go to child tables (or JSON text), not to this table
     contracted = apply_schema_contract(batch, table_schema, request.table, request.contract, frozenset(fixed))
@@ -54,6 +59,13 @@ def shape_to_schema(batch: DataFrame, request, table, commits) -> tuple[DataFram
     metrics = {} if request.contract.is_default else {"rows_discarded": contracted.rows_discarded}
     not_null = tuple(name for name, column in declared.items() if column.required)
     return contracted.df, SchemaStep(columns, partition_by, not_null, metrics)
+
+
+def _written_by_load(request) -> tuple[str, ...]:
+    """The columns a load writes itself: dlt's system columns, and scd2's validity columns."""
+    scd2 = request.disposition.scd2
+    validity = Scd2Settings.from_options(scd2).system_columns if scd2 is not None else ()
+    return (LOAD_ID, ROW_ID, *validity)
 
 
 def _arrays(batch: DataFrame, request) -> set[str]:

@@ -26,6 +26,7 @@ from ..spec.naming import NAME_BYTES, ROW_ID
 from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
 from . import arrow_events, arrow_profile, cdc, frames, null_updates, partition_values, profile
 from .extract import arrow_to_spark
+from .names import col, cols
 from .scd2 import rows_and_retires
 from .scd2_feed import versions_and_closes
 
@@ -288,12 +289,12 @@ def shape_source(staged: DataFrame, plan: MergePlan, target_keys: DataFrame | No
         return versions_and_closes(staged, target_keys, plan.retire)
     rows = unflagged_rows(staged).withColumn(ACTION, F.lit("insert"))
     if plan.source is SourceShape.DELETE_KEYS_AND_ROWS:
-        keys = staged.select(*plan.delete_keys).distinct()
+        keys = staged.select(*cols(plan.delete_keys)).distinct()
     else:
         keys = target_rows_to_delete(staged, target_keys, plan)
     helpers = key_helpers(plan.delete_keys)
     delete_rows = keys.select(
-        *(F.col(c).alias(h) for c, h in zip(plan.delete_keys, helpers, strict=True)),
+        *(col(c).alias(h) for c, h in zip(plan.delete_keys, helpers, strict=True)),
         F.lit("delete").alias(ACTION),
     )
     for helper, column in zip(helpers, plan.delete_keys, strict=True):
@@ -314,7 +315,7 @@ def target_rows_to_delete(staged: DataFrame, target_keys: DataFrame, plan: Merge
     Joining the MERGE on these exact tuples keeps it an equi-join; an OR join runs as a nested loop.
     """
     matches = [
-        target_keys.join(staged.select(*key).distinct(), on=list(key), how="left_semi")
+        target_keys.join(staged.select(*cols(key)).distinct(), on=list(key), how="left_semi")
         for key in plan.match_any_of
     ]
     union = matches[0]

@@ -36,9 +36,9 @@ _CURSOR_COLUMN_TYPES = {
 
 def provisional_cursor_type(incremental: Incremental, table_schema) -> str:
     """The cursor type before the data is read: the table's column, else the initial value's kind."""
-    first = incremental.cursor_path.split(".")[0]
-    if table_schema is not None and first in table_schema.fieldNames() and "." not in incremental.cursor_path:
-        return spark_cursor_type(table_schema[first].dataType, incremental.cursor_path)
+    path = incremental.cursor_path  # a column of the table (a dot in its name or not), else a struct's field
+    if table_schema is not None and path in table_schema.fieldNames():
+        return spark_cursor_type(table_schema[path].dataType, path)
     value = incremental.initial_value
     if isinstance(value, bool) or value is None:
         return "timestamp"

@@ -7,11 +7,11 @@ stored column (`tx_id`), and tables look the same as when dlt loads them. `direc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from urllib.parse import urlparse
 
-from ..errors import ConfigError
+from ..errors import ColumnNameError, ConfigError, InvalidColumnNameError
 from .checks import choice
 
 NAMINGS = ("snake_case", "direct")
@@ -81,21 +81,58 @@ def table_name_as_stored(normalize: Callable[[str], str], name: str) -> str:
     return normalize(name)
 
 
-def normalize_columns(columns: list[str], normalize: Callable[[str], str]) -> dict[str, str]:
-    """Map each source column to its stored name; two source columns may not share a stored name."""
+def backticked(name: str) -> str:
+    """A column name as Spark SQL takes it whatever it holds (dots, spaces, quotes, a reserved word): in
+    backticks, a backtick inside doubled. Unquoted, Spark reads `a.b` as field b of struct a."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def name_key(name: str) -> str:
+    """What Spark and Delta compare a column name by: its lower case (Java's, in the root locale, which
+    Python's `str.lower` matches for every name a table holds)."""
+    return name.lower()
+
+
+def normalize_columns(columns: list[str], normalize: Callable[[str], str], table: str = "") -> dict[str, str]:
+    """Map each source column to its stored name; two source columns may not share a stored name, nor
+    stored names equal ignoring case (ColumnNameError naming both)."""
     mapping: dict[str, str] = {}
     seen: dict[str, str] = {}
     for column in columns:
         stored = normalize(column)
-        if stored in seen:
-            raise ConfigError(
-                "naming",
-                f"columns {seen[stored]!r} and {column!r} both become {stored!r}; rename one in the source "
-                "or use naming='direct'",
-            )
-        seen[stored] = column
+        other = seen.get(name_key(stored))
+        if other is not None:
+            raise ColumnNameError(table, (other, column), "of the batch", (mapping[other], stored))
+        seen[name_key(stored)] = column
         mapping[column] = stored
     return mapping
+
+
+def check_storable_names(table: str, names: Iterable[str]) -> None:
+    """Refuse a column name with a character Delta Lake does not allow in column names without column
+    mapping (a space, `,;{}()=`, a tab or a newline): the delta-spark writer refuses to write such a
+    table, and a table delta-rs wrote with one could never be written by it."""
+    for name in names:
+        if any(c in InvalidColumnNameError.CHARACTERS for c in name):
+            raise InvalidColumnNameError(table, name)
+
+
+def check_distinct_names(
+    table: str, names: Iterable[str], existing: Iterable[str] = (), existing_are: str = "the table's"
+) -> None:
+    """Refuse, naming both, two of a batch's column names (stored) equal ignoring case, and a name of the
+    batch equal to one of `existing` (the table's columns, or those `existing_are`) but for case."""
+    held = {name_key(name): name for name in existing}
+    batch: dict[str, str] = {}
+    for name in names:
+        key = name_key(name)
+        if key in batch:
+            raise ColumnNameError(table, (batch[key], name), "of the batch")
+        batch[key] = name
+        if held.get(key, name) != name:
+            raise ColumnNameError(
+                table, (held[key], name), f"(the first {existing_are}, the second the batch's)"
+            )
 
 
 def check_folder_name(argument: str, name: str, given: str | None = None) -> str:

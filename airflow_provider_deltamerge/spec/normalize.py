@@ -25,9 +25,10 @@ from datetime import date, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..errors import ConfigError, SourceError
+from ..errors import ColumnNameError, SourceError
 from .columns import variant_name
 from .incremental import parse_instant
+from .naming import name_key
 
 LAYOUTS = ("flatten", "struct")
 SEPARATOR = "__"
@@ -195,6 +196,7 @@ class RowNormalizer:
     keys: frozenset[str] = frozenset()  # key columns: never a variant
     max_table_nesting: int | None = None
     layout: str = "flatten"
+    table: str = ""  # the table's name, for errors
 
     def rows(self, rows: list[Any]) -> list[dict[str, Any]]:
         """The rows flattened and their values coerced; variant columns added where dlt adds them."""
@@ -222,16 +224,20 @@ class RowNormalizer:
             out[name] = value
 
     def _name(self, parent: str, key: Any, names: dict) -> str:
-        """The column of `key` in a dict flattened into `parent` (the row: ""); two keys may not share one."""
+        """The column of `key` in a dict flattened into `parent` (the row: ""); two keys may not share one,
+        nor columns equal ignoring case (Spark and Delta take names so)."""
         fragment = self.normalize(str(key))
         name = f"{parent}{SEPARATOR}{fragment}" if parent else fragment
-        clash = next((k for (p, k), n in names.items() if n == name and (p, k) != (parent, key)), None)
+        clash = next(
+            (
+                (k, n)
+                for (p, k), n in names.items()
+                if name_key(n) == name_key(name) and (p, k) != (parent, key)
+            ),
+            None,
+        )
         if clash is not None:
-            raise ConfigError(
-                "naming",
-                f"fields {clash!r} and {key!r} both become column {name!r}; rename one in the source or use "
-                "naming='direct'",
-            )
+            raise ColumnNameError(self.table, (str(clash[0]), str(key)), "of the batch", (clash[1], name))
         names[(parent, key)] = name
         return name
 

@@ -14,6 +14,8 @@ from airflow_provider_deltamerge import errors
 EXAMPLES = {
     errors.DeltaMergeError: lambda: errors.DeltaMergeError("something went wrong"),
     errors.ConfigError: lambda: errors.ConfigError("primary_key", "123 is not a column name"),
+    errors.ColumnNameError: lambda: errors.ColumnNameError("orders", ("ID", "id"), "in the batch"),
+    errors.InvalidColumnNameError: lambda: errors.InvalidColumnNameError("orders", "order id"),
     errors.SourceError: lambda: errors.SourceError("row 3 is a str, not a dict"),
     errors.MissingKeyColumnError: lambda: errors.MissingKeyColumnError("id", "primary_key", ["a", "b"], 7),
     errors.NullKeyError: lambda: errors.NullKeyError("id", "merge_key", 2),

@@ -137,3 +137,36 @@ def test_a_table_whose_files_the_store_cannot_address_is_refused(dataset, fits):
 def test_a_table_name_that_is_not_one_folder_is_refused_before_the_naming_convention(table_name):
     with pytest.raises(ConfigError, match="table_name"):
         check_table_name(table_name)
+
+
+def test_names_equal_ignoring_case_are_refused_naming_both():
+    from airflow_provider_deltamerge.errors import ColumnNameError
+    from airflow_provider_deltamerge.spec.naming import check_distinct_names
+
+    with pytest.raises(ColumnNameError) as raised:
+        normalize_columns(["ID", "id"], direct, "orders")
+    assert raised.value.names == ("ID", "id") and raised.value.table == "orders"
+    assert "naming='direct'" not in str(raised.value)  # direct keeps them equal but for case
+    check_distinct_names("orders", ["id", "Name"], ["id", "Name", "extra"])  # the same columns: fine
+    with pytest.raises(ColumnNameError, match="'name' and 'Name' .the first the table's"):
+        check_distinct_names("orders", ["id", "Name"], ["name"])
+    with pytest.raises(ColumnNameError, match="'Ä' and 'ä'"):
+        check_distinct_names("orders", ["Ä", "ä"])
+
+
+def test_backticked_names_parse_as_one_column_in_spark_sql():
+    from airflow_provider_deltamerge.spec.naming import backticked
+
+    assert backticked("a.b") == "`a.b`"
+    assert backticked("a`b") == "`a``b`"
+
+
+@pytest.mark.parametrize("name", ["a b", "a,b", "a;b", "a{b", "a}b", "a(b", "a)b", "a=b", "a\tb", "a\nb"])
+def test_a_name_delta_does_not_allow_is_refused(name):
+    from airflow_provider_deltamerge.errors import InvalidColumnNameError
+    from airflow_provider_deltamerge.spec.naming import check_storable_names
+
+    with pytest.raises(InvalidColumnNameError) as raised:
+        check_storable_names("orders", ["id", name])
+    assert raised.value.name == name
+    check_storable_names("orders", ["a.b", "a`b", 'a"b', "a[0]", "ünï", "1st", "select", "a-b:c?"])

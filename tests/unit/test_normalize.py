@@ -91,7 +91,7 @@ def test_coerce(to_type, value, expected):
 
 
 def test_two_fields_that_become_one_column_are_refused():
-    with pytest.raises(ConfigError, match="both become column 'a_b'"):
+    with pytest.raises(ConfigError, match="'a_b' and 'A_B' .stored as 'a_b' and 'a_b'. of the batch"):
         rows([{"a_b": 1, "A_B": 2}])
 
 
