@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingKeyColumnError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
 from ..plan.scd2 import Scd2Settings
 from ..plan.scd2_feed import BY_DELETE, SPLIT
@@ -79,6 +79,10 @@ def stage_scd2_history(staged, request, snapshot) -> tuple:
             f"names column(s) {missing} the events lack (their stored columns: {data}); track columns "
             "the events carry",
         )
+    lacking = [c for c in hints.ignore_null_updates_column_list if c not in df.columns]
+    if lacking and not staged.empty:
+        data = [c for c in df.columns if not c.startswith((SYSTEM_PREFIX, HELPER_PREFIX))]
+        raise MissingKeyColumnError(lacking[0], "ignore_null_updates_column_list", data)
     tracked = (
         tracked_columns(hints, df.columns, settings.system_columns) if track_history.active(hints) else None
     )

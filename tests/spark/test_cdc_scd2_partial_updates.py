@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_deltamerge import ConfigError, SequenceError
+from airflow_provider_deltamerge import ConfigError, MissingKeyColumnError, SequenceError
 from tests.arrivals import arrival_batches, delivered
 from tests.budget import examples
 from tests.helpers import table_version
@@ -216,6 +216,14 @@ def test_partial_updates_that_make_no_sense_are_refused_before_anything_is_commi
     assert table_version(f"{dataset}/customers") == version
 
 
+def test_a_listed_column_the_events_lack_is_refused_before_anything_is_committed(spark, dataset):
+    load(spark, dataset, [event(1, 1, "a")])
+    version = table_version(f"{dataset}/customers")
+    with pytest.raises(MissingKeyColumnError, match="ignore_null_updates_column_list column 'nick'"):
+        load(spark, dataset, [event(1, 2, "b")], ignore_null_updates_column_list=["nick"])
+    assert table_version(f"{dataset}/customers") == version
+
+
 EVENTS = st.lists(
     st.fixed_dictionaries(
         {
@@ -305,3 +313,17 @@ def test_a_null_field_of_a_struct_keeps_the_field_before_it_as_auto_cdc_does(spa
         (3, 4, {"street": "main st", "zip": "222"}),
         (5, None, {"street": None, "zip": "555"}),
     ]
+
+
+def test_a_history_loaded_before_takes_partial_updates_its_versions_counting_as_events(spark, dataset):
+    load(spark, dataset, [event(1, 10, "ann", "paris"), event(1, 30, "bob", "oslo")])  # every event whole
+    late = load(
+        spark, dataset, [event(1, 20, None, "lyon"), event(1, 40, None, None)], ignore_null_updates=True
+    )
+    assert history(dataset) == versions(
+        (1, "ann", "paris", (10,), (20,)),
+        (1, "ann", "lyon", (20,), (30,)),
+        (1, "bob", "oslo", (30,), (40,)),
+        (1, "bob", "oslo", (40,), None),
+    )
+    assert (late.metrics["numEventsApplied"], late.metrics["numVersionsSplit"]) == (2, 1)
