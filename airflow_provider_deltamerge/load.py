@@ -361,7 +361,10 @@ def _scd2_event_counts(request: LoadRequest, plan, source, staged_df, rebuilt=No
     if rebuilt is not None:
         done = scd2_history.counts(rebuilt)
         return Scd2EventCounts(
-            done["split"], closed_by_deletes=done["by_delete"], applied=done["new"], absorbed=done["absorbed"]
+            done["split"],
+            closed_by_deletes=done["by_delete"],
+            applied=done["new"],
+            absorbed=done["absorbed"] if track_history.active(request.hints) else None,
         )
     if plan.source is SourceShape.SCD2_EVENTS:
         return Scd2EventCounts(versions_split(source), closed_by_deletes=versions_closed_by_deletes(source))
@@ -437,7 +440,9 @@ def _partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
 
 def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None, truncate=None):
     """The staged batch aligned to the table as it is now, and the plan of its commit."""
-    if request.disposition.scd2 is not None and track_history.active(request.hints):
+    if request.disposition.scd2 is not None and track_history.rebuilds_history(
+        request.disposition, request.hints
+    ):
         return scd2_history.stage_scd2_history(staged, request, table)
     if request.disposition.scd2 is not None and request.hints.sequence_by:
         return stage_scd2_events(staged, request, table, load_id)

@@ -105,7 +105,8 @@ def commit_tombstones(events: EventsAgainstTombstones, request: LoadRequest, loa
     columns = [*event_key(request.disposition, hints), *sequence_columns(len(hints.sequence_by))]
     marked = hints.apply_as_deletes or hints.apply_as_truncates  # a truncate is flagged as a delete
     deletes = None
-    if marked and null_updates.active(hints):  # each key's newest delete, also not its newest
+    if marked and null_updates.active(hints) and request.disposition.scd2 is None:
+        # an upsert's partial updates: each key's newest delete, also not its newest
         deletes = _newest_deletes_and_truncate(events.staged, hints, columns)
     elif marked:
         deletes = _delete_events(events.staged, columns)

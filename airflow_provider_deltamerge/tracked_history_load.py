@@ -31,7 +31,7 @@ from .spark import scd2_history
 from .spark.extract import arrow_to_spark
 from .spark.names import col, cols
 from .spec import track_history
-from .spec.cdc import SEQUENCE, TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
+from .spec.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT, sequence_columns
 from .spec.naming import table_path
 from .spec.request import LoadRequest
 from .tombstone_load import NEVER, completed_loads
@@ -45,7 +45,7 @@ class KeptEvents:
 
 def with_kept_events(spark, writer, request: LoadRequest, staged, load_id: str, stored) -> KeptEvents | None:
     """The staged events and the kept events of their keys that count; None where the load keeps none."""
-    if not track_history.active(request.hints) or staged.empty:
+    if not track_history.rebuilds_history(request.disposition, request.hints) or staged.empty:
         return None
     keys = list(request.hints.merge_key)
     df = staged.df.withColumn(scd2_history.ORIGIN, F.lit(scd2_history.BATCH))
@@ -81,6 +81,6 @@ def commit_kept_events(kept: KeptEvents, events, request: LoadRequest, load_id: 
     rows = spark_to_arrow(events)
     earlier = kept.read.rows is not None and load_id in set(kept.read.rows[TOMBSTONE_LOAD_ID].to_pylist())
     if rows.num_rows or earlier:
-        keys = [*request.hints.merge_key, SEQUENCE]
+        keys = [*request.hints.merge_key, *sequence_columns(len(request.hints.sequence_by))]
         write_tombstones(kept.read, rows, load_id, NEVER, request.store_options, keys=keys)
     return rows.num_rows

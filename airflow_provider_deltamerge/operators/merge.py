@@ -83,8 +83,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param primary_key: column or columns of the primary key.
     :param merge_key: column or columns of the merge key.
     :param sequence_by: for an upsert of change events, the column (or columns, compared in order) that
-        orders them: the newest event per key wins, an event older than the row is skipped; for scd2 (one
-        column), every event is a version of its merge key, valid until the next event's (docs/CDC.md).
+        orders them: the newest event per key wins, an event older than the row is skipped; for scd2,
+        every event is a version of its merge key, valid until the next event's (several columns: the
+        validity bounds are a struct of them) (docs/CDC.md).
     :param column_list: with sequence_by, the event columns that become table columns, or
     :param except_column_list: the event columns that do not (an op code, a log position).
     :param apply_as_deletes: with sequence_by, a SQL condition marking delete events (``"op = 'D'"``):
@@ -96,8 +97,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         than it, arriving in its batch or later, are skipped (docs/CDC.md).
     :param tombstone_retention: how long a deleted key (or a truncate) is remembered, in seconds or a
         timedelta (default 7 days); not for scd2, whose deletes are kept as long as its history.
-    :param ignore_null_updates: with sequence_by (upsert), a null in an event keeps the stored value
-        (partial updates): each column holds the newest value an event carried for it (docs/CDC.md).
+    :param ignore_null_updates: with sequence_by, a null in an event keeps the stored value (partial
+        updates): each column holds the newest value an event carried for it; for scd2, a version's
+        null keeps the value of the version before it (docs/CDC.md).
     :param ignore_null_updates_column_list: ... in these columns only, or
     :param ignore_null_updates_except_column_list: ... in all non-key columns but these.
     :param track_history_column_list: with scd2 and sequence_by, only a change of these columns opens a

@@ -68,7 +68,15 @@ class Case:
     otherwise: Expr | None = None  # None: NULL
 
 
-Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In | Case
+@dataclass(frozen=True)
+class Field:
+    """A field of a struct: operand.name."""
+
+    operand: Expr
+    name: str
+
+
+Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In | Case | Field
 
 
 def eq(left: Expr, right: Expr) -> Cmp:
@@ -130,6 +138,8 @@ def render(expr: Expr, dialect: Dialect) -> str:
     if isinstance(expr, In):
         listed = ", ".join(render(v, dialect) for v in expr.values)
         return f"{render(expr.operand, dialect)} IN ({listed})"
+    if isinstance(expr, Field):
+        return f"{render(expr.operand, dialect)}.{dialect.quote(expr.name)}"
     if isinstance(expr, Case):
         whens = " ".join(f"WHEN {render(c, dialect)} THEN {render(v, dialect)}" for c, v in expr.whens)
         otherwise = f" ELSE {render(expr.otherwise, dialect)}" if expr.otherwise is not None else ""

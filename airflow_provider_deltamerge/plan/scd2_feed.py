@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..spec.naming import HELPER_PREFIX
-from .expressions import SOURCE, TARGET, Col, Lit, all_of, eq
+from .expressions import SOURCE, TARGET, Col, Expr, Field, Lit, all_of, eq
 from .merge import ACTION, Clause, MergePlan, Operation, SourceShape
 from .scd2 import RETIRE_AT, Scd2Settings, retire_assignments
 
@@ -43,22 +43,37 @@ class FeedScope:
         return (*self.merge_key, self.valid_from, self.valid_to)
 
 
+def versions_found(merge_key: tuple[str, ...], valid_from: str, sequence_fields: tuple[str, ...]) -> Expr:
+    """A table version found by merge key and valid_from; a valid_from of several sequence columns (a
+    struct) compared field by field, `sequence_fields` (delta-rs cannot push a struct's equality down)."""
+    found = [eq(Col(c, TARGET), Col(c, SOURCE)) for c in merge_key]
+    if not sequence_fields:
+        return all_of(*found, eq(Col(valid_from, TARGET), Col(valid_from, SOURCE)))
+    bounds = (Col(valid_from, TARGET), Col(valid_from, SOURCE))
+    return all_of(*found, *(eq(Field(bounds[0], f), Field(bounds[1], f)) for f in sequence_fields))
+
+
 def plan_scd2_events(
-    settings: Scd2Settings, merge_key: tuple[str, ...], *, table_exists: bool, batch_empty: bool
+    settings: Scd2Settings,
+    merge_key: tuple[str, ...],
+    *,
+    table_exists: bool,
+    batch_empty: bool,
+    sequence_fields: tuple[str, ...] = (),
 ) -> MergePlan:
     """The one commit of an scd2 load of change events. The staged rows carry valid_from (their
-    sequence), valid_to (the next event's of the batch) and the active flag."""
+    sequence; with `sequence_fields`, a struct of them), valid_to (the next event's of the batch) and
+    the active flag."""
     if batch_empty:
         return MergePlan(Operation.NOTHING, reason="scd2 of no events inserts and closes nothing")
     if not table_exists:
         return MergePlan(Operation.WRITE, reason="scd2 of events into a new table: every event is a version")
     scope = FeedScope(merge_key, settings.valid_from, settings.valid_to, settings.active_column)
-    found = (eq(Col(c, TARGET), Col(c, SOURCE)) for c in (*merge_key, settings.valid_from))
     return MergePlan(
         Operation.MERGE,
         SourceShape.SCD2_EVENTS,
         delete_keys=scope.target_columns,
-        on=all_of(*found),
+        on=versions_found(merge_key, settings.valid_from, sequence_fields),
         clauses=(
             Clause(
                 "matched",

@@ -1,5 +1,10 @@
-"""scd2 of change events with tracked columns (`track_history_column_list` / `_except_column_list`):
-a load rebuilds its keys' histories from all their events, in one MERGE (pure).
+"""scd2 of change events with tracked columns (`track_history_column_list` / `_except_column_list`) or
+partial updates (`ignore_null_updates`): a load rebuilds its keys' histories from all their events, in
+one MERGE (pure).
+
+With partial updates, an event's null in a chosen column keeps the value the key's event before it held
+(since the key's newest delete before it): a late event carrying a value fills the versions after it
+that carried none, so here too every event is kept and a key's history rebuilt from them.
 
 Only an event whose tracked columns differ from those of the version it follows opens a version (a key's
 first event, and the first after a delete, always do); an event that changes only other columns is
@@ -21,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..spec.naming import HELPER_PREFIX
-from .expressions import SOURCE, TARGET, Col, Lit, all_of, eq
+from .expressions import SOURCE, Col, Lit, eq
 from .merge import ACTION, Clause, MergePlan, Operation, SourceShape
 from .scd2 import Scd2Settings
-from .scd2_feed import BY_DELETE, SPLIT, FeedScope
+from .scd2_feed import BY_DELETE, SPLIT, FeedScope, versions_found
 
 NEW_EVENTS = HELPER_PREFIX + "new_events"  # per version: the batch's new events in it (opener or absorbed)
 NEW_OPENER = HELPER_PREFIX + "new_opener"  # per version: 1 where a new event of the batch opens it
@@ -34,21 +39,29 @@ HELPERS = (ACTION, SPLIT, BY_DELETE, NEW_EVENTS, NEW_OPENER)
 
 @dataclass(frozen=True)
 class HistoryScope(FeedScope):
-    """FeedScope, and the tracked columns: those whose change opens a version."""
+    """FeedScope, and the tracked columns: those whose change opens a version (None: every event opens
+    one, as without the lists); the columns whose nulls keep the value before (ignore_null_updates)."""
 
-    tracked: tuple[str, ...] = ()
+    tracked: tuple[str, ...] | None = ()
+    filled: tuple[str, ...] = ()
 
 
 def plan_scd2_history(
     settings: Scd2Settings,
     merge_key: tuple[str, ...],
-    tracked: tuple[str, ...],
+    tracked: tuple[str, ...] | None,
     *,
     table_exists: bool,
     batch_empty: bool,
+    filled: tuple[str, ...] = (),
+    sequence_fields: tuple[str, ...] = (),
 ) -> MergePlan:
-    """The one commit of an scd2 load of change events with tracked columns."""
-    scope = HistoryScope(merge_key, settings.valid_from, settings.valid_to, settings.active_column, tracked)
+    """The one commit of an scd2 load of change events with tracked columns (`tracked`; None: every
+    event opens a version) or partial updates (`filled`: the columns whose nulls keep the value before)."""
+    scope = HistoryScope(
+        merge_key, settings.valid_from, settings.valid_to, settings.active_column, tracked, filled
+    )
+    changes = "every event" if tracked is None else f"a version per change of {list(tracked)}"
     if batch_empty:
         return MergePlan(Operation.NOTHING, reason="scd2 of no events inserts and closes nothing")
     if not table_exists:
@@ -57,15 +70,14 @@ def plan_scd2_history(
             SourceShape.SCD2_HISTORY,
             retire=scope,
             helper_columns=HELPERS,
-            reason=f"scd2 of events into a new table: a version per change of {list(tracked)}",
+            reason=f"scd2 of events into a new table: {changes}",
         )
-    found = (eq(Col(c, TARGET), Col(c, SOURCE)) for c in (*merge_key, settings.valid_from))
     action = Col(ACTION, SOURCE)
     return MergePlan(
         Operation.MERGE,
         SourceShape.SCD2_HISTORY,
         delete_keys=(),  # the writer reads the table's versions whole (spark/scd2_history.py)
-        on=all_of(*found),
+        on=versions_found(merge_key, settings.valid_from, sequence_fields),
         clauses=(
             Clause("matched", "delete", eq(action, Lit(DELETE))),
             Clause("matched", "update_all", eq(action, Lit(UPDATE))),
@@ -74,6 +86,6 @@ def plan_scd2_history(
         helper_columns=HELPERS,
         retire=scope,
         on_snapshot=True,  # the kept events and deletes of other loads, read with the plan, count up to it
-        reason=f"scd2 of events by merge key {list(merge_key)}, a version per change of {list(tracked)}: "
+        reason=f"scd2 of events by merge key {list(merge_key)}, {changes}: "
         "the batch's keys' histories rebuilt from all their events",
     )

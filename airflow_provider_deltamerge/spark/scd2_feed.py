@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from ..errors import ConfigError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
 from ..plan.scd2 import RETIRE_AT, Scd2Settings
 from ..plan.scd2_feed import BY_DELETE, SPLIT, FeedScope, plan_scd2_events
-from ..spec.cdc import SEQUENCE
+from ..spec.cdc import sequence_columns
 from ..spec.naming import HELPER_PREFIX, ROW_ID
 from .frames import materialize
 from .names import col, cols
@@ -37,26 +39,32 @@ def stage_scd2_events(staged, request, snapshot, load_id: str) -> tuple:
     next event of their key in the batch, aligned to the table. `staged` is a `stage.StagedBatch`."""
     settings = Scd2Settings.from_options(request.disposition.scd2)
     merge_key = request.hints.merge_key
-    plan = plan_scd2_events(settings, merge_key, table_exists=snapshot is not None, batch_empty=staged.empty)
+    sequence = request.hints.sequence_by
+    plan = plan_scd2_events(
+        settings,
+        merge_key,
+        table_exists=snapshot is not None,
+        batch_empty=staged.empty,
+        sequence_fields=tuple(sequence) if len(sequence) > 1 else (),
+    )
     schema = snapshot.schema if snapshot is not None else None
     if snapshot is not None and not staged.empty:
         check_table(schema, settings, merge_key, request.table)
     check_batch(staged.df, settings)
-    versions = batch_versions(staged.df, settings, merge_key, request.hints.sequence_by[0])
+    versions = batch_versions(staged.df, settings, merge_key, request.hints.sequence_by)
+    check_sequence_type(schema, versions.schema[settings.valid_from].dataType, settings, request.hints)
     aligned = align_to_table(versions, schema, request.table, keep=(HARD_DELETE_FLAG,))
     return dataclasses.replace(staged, df=aligned), plan
 
 
 def batch_versions(
-    df: DataFrame, settings: Scd2Settings, merge_key: tuple[str, ...], sequence: str
+    df: DataFrame, settings: Scd2Settings, merge_key: tuple[str, ...], sequence: tuple[str, ...]
 ) -> DataFrame:
-    """Each event as a version: its hash in `_dlt_id`, valid from its sequence until the next event of
-    its key in the batch (a delete's too), the active flag where asked for."""
-    kept = SEQUENCE if SEQUENCE in df.columns else sequence if sequence in df.columns else None
-    valid_from = col(kept) if kept is not None else F.lit(None)
-    df = df.withColumn(ROW_ID, row_version_hash(df, settings)).withColumn(settings.valid_from, valid_from)
-    if kept == SEQUENCE:
-        df = df.drop(SEQUENCE)
+    """Each event as a version: its hash in `_dlt_id`, valid from its sequence (`sequence_value`) until
+    the next event of its key in the batch (a delete's too), the active flag where asked for."""
+    kept = sequence_columns(len(sequence))
+    df = df.withColumn(ROW_ID, row_version_hash(df, settings))
+    df = df.withColumn(settings.valid_from, sequence_value(df, sequence)).drop(*kept)
     valid_to = F.lit(None)
     if all(c in df.columns for c in merge_key):  # an empty batch may lack them
         following = Window.partitionBy(*cols(merge_key)).orderBy(col(settings.valid_from))
@@ -65,6 +73,42 @@ def batch_versions(
     if settings.active_column:
         df = df.withColumn(settings.active_column, col(settings.valid_to).isNull())
     return df
+
+
+def sequence_value(df: DataFrame, sequence: tuple[str, ...]) -> Column:
+    """An event's sequence as one value: its system columns (`_dlt_sequence`, ...) where staging kept
+    them, else the sequence_by columns; of several columns, a struct of them (in order, named after the
+    sequence_by columns), which Spark and Delta compare field by field, the first that differs
+    deciding, as AUTO CDC's `sequence_by=struct(...)` does. Null where the batch lacks them."""
+    kept = sequence_columns(len(sequence))
+    parts = kept if all(c in df.columns for c in kept) else sequence
+    if not all(c in df.columns for c in parts):
+        return F.lit(None)
+    if len(parts) == 1:
+        return col(parts[0])
+    return F.struct(*(col(p).alias(name) for p, name in zip(parts, sequence, strict=True)))
+
+
+def check_sequence_type(schema, kind, settings: Scd2Settings, hints) -> None:
+    """The batch's sequence must have the type the table's validity bounds have (one column, or the
+    same struct of several): the bounds of one history are compared with each other."""
+    if schema is None or settings.valid_from not in schema.fieldNames() or isinstance(kind, T.NullType):
+        return
+    stored = schema[settings.valid_from].dataType
+    if _shape(stored) != _shape(kind):
+        raise ConfigError(
+            "sequence_by",
+            f"{list(hints.sequence_by)} gives sequences of type {kind.simpleString()}, but the versions of "
+            f"the table hold {settings.valid_from!r} as {stored.simpleString()}: one history's bounds are "
+            "compared with each other. Load it with the sequence_by it was built with, or into a new table",
+        )
+
+
+def _shape(kind) -> tuple:
+    """A type's shape as sequences compare it: a struct's field names, in order, else whether it is one."""
+    if isinstance(kind, T.StructType):
+        return tuple(f.name for f in kind.fields)
+    return ()
 
 
 def versions_and_closes(rows: DataFrame, target: DataFrame, scope: FeedScope) -> DataFrame:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingKeyColumnError
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
 from ..plan.scd2 import Scd2Settings
 from ..plan.scd2_feed import BY_DELETE, SPLIT
@@ -35,12 +35,14 @@ from ..plan.scd2_history import (
     HistoryScope,
     plan_scd2_history,
 )
-from ..spec.cdc import SEQUENCE
+from ..spec import null_updates, track_history
+from ..spec.cdc import SEQUENCE, sequence_columns
 from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, SYSTEM_PREFIX
 from ..spec.track_history import missing_tracked, tracked_columns
 from .frames import materialize
 from .names import col, cols
 from .scd2 import check_batch, check_table, row_version_hash
+from .scd2_feed import check_sequence_type, sequence_value
 from .schema import align_to_table
 
 ORIGIN = HELPER_PREFIX + "origin"  # where a point comes from: KEPT, SYNTH or BATCH
@@ -49,6 +51,7 @@ _RANK, _OPENS, _GROUP = HELPER_PREFIX + "rank", HELPER_PREFIX + "opens", HELPER_
 _TRACKED, _NEXT, _NEXT_DELETE = HELPER_PREFIX + "tracked", HELPER_PREFIX + "next", HELPER_PREFIX + "next_d"
 _OLD_TO, _OLD_ID, _IS_VERSION = HELPER_PREFIX + "old_to", HELPER_PREFIX + "old_id", HELPER_PREFIX + "is_v"
 _IN_TABLE = HELPER_PREFIX + "in_table"
+_SINCE, _RAW = HELPER_PREFIX + "since", HELPER_PREFIX + "raw_"  # partial updates: deletes so far; as it came
 
 
 @dataclass(frozen=True)
@@ -77,12 +80,28 @@ def stage_scd2_history(staged, request, snapshot) -> tuple:
             f"names column(s) {missing} the events lack (their stored columns: {data}); track columns "
             "the events carry",
         )
-    tracked = tracked_columns(hints, df.columns, settings.system_columns)
-    plan = plan_scd2_history(
-        settings, hints.merge_key, tracked, table_exists=snapshot is not None, batch_empty=staged.empty
+    lacking = [c for c in hints.ignore_null_updates_column_list if c not in df.columns]
+    if lacking and not staged.empty:
+        data = [c for c in df.columns if not c.startswith((SYSTEM_PREFIX, HELPER_PREFIX))]
+        raise MissingKeyColumnError(lacking[0], "ignore_null_updates_column_list", data)
+    tracked = (
+        tracked_columns(hints, df.columns, settings.system_columns) if track_history.active(hints) else None
     )
-    if SEQUENCE not in df.columns and hints.sequence_by[0] in df.columns:
-        df = df.withColumn(SEQUENCE, col(hints.sequence_by[0]))
+    plan = plan_scd2_history(
+        settings,
+        hints.merge_key,
+        tracked,
+        table_exists=snapshot is not None,
+        batch_empty=staged.empty,
+        sequence_fields=tuple(hints.sequence_by) if len(hints.sequence_by) > 1 else (),
+        filled=null_updates.subject_columns(
+            hints, [c for c in df.columns if c not in settings.system_columns]
+        ),
+    )
+    sequence = sequence_value(df, hints.sequence_by)  # several columns: one struct of them
+    df = df.withColumn(SEQUENCE, sequence).drop(*sequence_columns(len(hints.sequence_by))[1:])
+    if snapshot is not None:
+        check_sequence_type(snapshot.schema, df.schema[SEQUENCE].dataType, settings, hints)
     if ORIGIN not in df.columns:
         df = df.withColumn(ORIGIN, F.lit(BATCH))
     return dataclasses.replace(staged, df=df), plan
@@ -100,14 +119,27 @@ def rebuild(events: DataFrame, target: DataFrame | None, scope: HistoryScope, se
         synthesized = _synthesized(events, target, scope, _data(target.columns, settings))
         events = events.unionByName(synthesized, allowMissingColumns=True)
     data = _data(events.columns, settings)
-    points = materialize(_numbered(_one_per_place(events, keys), keys, scope.tracked))
+    filled = tuple(c for c in scope.filled if c in data)
+    points = _filled(_one_per_place(events, keys), keys, filled)
+    points = materialize(_numbered(points, keys, scope.tracked))
     versions = _versions(points, keys, data, scope, settings, load_id)
     schema = target.schema if target is not None else None
     versions = align_to_table(versions, schema, table, keep=(*_helpers(), ROW_ID))
     typed = [c for c in data if c not in keys and not isinstance(points.schema[c].dataType, T.NullType)]
     kept = points.filter(~F.col(HARD_DELETE_FLAG) & (F.col(ORIGIN) != KEPT))
-    kept = kept.select(*cols([*keys, SEQUENCE, *typed]))  # a column of nulls only has no type to keep
+    raw = [F.col(_RAW + c).alias(c) if c in filled else col(c) for c in typed]  # as it came
+    kept = kept.select(*cols(keys), *_sequence_parts(points), *raw)  # a column of nulls only: no type
     return Rebuilt(materialize(_compared(versions, target, scope)), kept)
+
+
+def _sequence_parts(points: DataFrame) -> list[Column]:
+    """SEQUENCE as the companion table keeps it: one column, or a struct's fields in `_dlt_sequence`,
+    `_dlt_sequence_2`, ..."""
+    kind = points.schema[SEQUENCE].dataType
+    if not isinstance(kind, T.StructType):
+        return [F.col(SEQUENCE)]
+    names = sequence_columns(len(kind.fields))
+    return [F.col(SEQUENCE).getField(f.name).alias(n) for f, n in zip(kind.fields, names, strict=True)]
 
 
 def merge_source(rebuilt: Rebuilt, merging: bool) -> DataFrame:
@@ -158,16 +190,48 @@ def _one_per_place(events: DataFrame, keys: list[str]) -> DataFrame:
     return ranked.filter(F.col(_RANK) == 1).drop(_RANK)
 
 
-def _numbered(points: DataFrame, keys: list[str], tracked: tuple[str, ...]) -> DataFrame:
-    """Each point with whether it opens a version, the number of the version it belongs to, and the
-    next point of its key (its sequence, whether a delete)."""
+def _filled(points: DataFrame, keys: list[str], filled: tuple[str, ...]) -> DataFrame:
+    """Partial updates: each `filled` column's null in an event (a struct's null fields) replaced by the
+    newest value an event of its key carried before it since the key's newest delete before it (a delete
+    resets the row), its value as it came kept in a helper (_RAW + column) for the companion table."""
+    if not filled:
+        return points
+    order = Window.partitionBy(*cols(keys)).orderBy(F.col(SEQUENCE))
+    running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    points = points.withColumn(_SINCE, F.sum(F.col(HARD_DELETE_FLAG).cast("int")).over(running))
+    since = Window.partitionBy(*cols(keys), F.col(_SINCE)).orderBy(F.col(SEQUENCE))
+    before = since.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    points = points.withColumns({_RAW + c: col(c) for c in filled})
+    newest = {c: _newest(col(c), points.schema[c].dataType, before) for c in filled}
+    return points.withColumns(newest).drop(_SINCE)
+
+
+def _newest(value: Column, kind, before) -> Column:
+    """The newest non-null `value` up to the point (`before`), a delete's none; a struct's field by field
+    (AUTO CDC's partial updates of nested fields): null where no point up to it carried the struct, else
+    each field the newest non-null value of that field, so a null field keeps the one before."""
+    carried = F.when(~F.col(HARD_DELETE_FLAG), value)
+    newest = F.last(carried, ignorenulls=True).over(before)
+    if not isinstance(kind, T.StructType) or not kind.fields:
+        return newest
+    fields = [_newest(value.getField(f.name), f.dataType, before).alias(f.name) for f in kind.fields]
+    return F.when(newest.isNull(), F.lit(None).cast(kind)).otherwise(F.struct(*fields).cast(kind))
+
+
+def _numbered(points: DataFrame, keys: list[str], tracked: tuple[str, ...] | None) -> DataFrame:
+    """Each point with whether it opens a version (every event that is no delete, where `tracked` is
+    None), the number of the version it belongs to, and the next point of its key (its sequence,
+    whether a delete)."""
     deleted = F.col(HARD_DELETE_FLAG)
     order = Window.partitionBy(*cols(keys)).orderBy(F.col(SEQUENCE))
-    tracked_json = F.to_json(F.struct(*(col(c).alias(c) for c in tracked)), {"ignoreNullFields": "false"})
-    points = points.withColumn(_TRACKED, F.when(~deleted, tracked_json))
-    before_deleted = F.lag(deleted).over(order)
-    changed = ~F.lag(F.col(_TRACKED)).over(order).eqNullSafe(F.col(_TRACKED))
-    opens = ~deleted & (before_deleted.isNull() | before_deleted | changed)
+    if tracked is None:
+        opens = ~deleted
+    else:
+        tracked_json = F.to_json(F.struct(*(col(c).alias(c) for c in tracked)), {"ignoreNullFields": "false"})
+        points = points.withColumn(_TRACKED, F.when(~deleted, tracked_json))
+        before_deleted = F.lag(deleted).over(order)
+        changed = ~F.lag(F.col(_TRACKED)).over(order).eqNullSafe(F.col(_TRACKED))
+        opens = ~deleted & (before_deleted.isNull() | before_deleted | changed)
     points = points.withColumn(_OPENS, opens)
     running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     points = points.withColumn(_GROUP, F.sum(F.col(_OPENS).cast("int")).over(running))

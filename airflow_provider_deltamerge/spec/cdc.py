@@ -132,19 +132,13 @@ def check_cdc(disposition: WriteDisposition, hints: TableHints) -> None:
 
 
 def _check_scd2_events(disposition: WriteDisposition, hints: TableHints) -> None:
-    """scd2 of change events: versions of a merge key, bounded by one sequence column's values."""
+    """scd2 of change events: versions of a merge key, bounded by their events' sequences (a sequence of
+    several columns as one struct of them, as AUTO CDC's `struct(...)`: spark/scd2_feed.py)."""
     if not hints.merge_key:
         raise ConfigError(
             "merge_key",
             "is needed by scd2 with sequence_by: the events are versions of their merge key (the natural "
             "key; scd2 ignores primary_key). Set merge_key to the key of the change feed",
-        )
-    if len(hints.sequence_by) > 1:
-        raise ConfigError(
-            "sequence_by",
-            f"{list(hints.sequence_by)} has several columns, but an scd2 version's validity bounds "
-            "(_dlt_valid_from / _dlt_valid_to) hold one sequence value. Give one column that orders the "
-            "events (a log position, or a timestamp whose values differ for one key's events)",
         )
     given = [o for o in FEED_SCD2_REFUSED if getattr(disposition.scd2, o, None) is not None]
     if given:

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from ..errors import ConfigError
+from .cdc import event_key
 from .naming import HELPER_PREFIX, SYSTEM_PREFIX
 from .options import TableHints, WriteDisposition
 
@@ -70,7 +71,9 @@ def subject_columns(hints: TableHints, columns) -> tuple[str, ...]:
     not in the key or the sequence, stored (column_list / except_column_list), and chosen."""
     if not active(hints):
         return ()
-    taken = set(hints.primary_key) | set(hints.sequence_by) | set(hints.except_column_list)
+    taken = (
+        set(hints.primary_key) | set(hints.merge_key) | set(hints.sequence_by) | set(hints.except_column_list)
+    )
     taken |= set(hints.ignore_null_updates_except_column_list)
     chosen = []
     for column in columns:
@@ -96,19 +99,22 @@ def check_null_updates(disposition: WriteDisposition, hints: TableHints) -> None
             "keeps a stored value where a change event carries null, which needs the events ordered: give "
             "sequence_by too (without it, the newest of two partial updates would depend on arrival order)",
         )
-    if disposition.disposition != "merge" or disposition.strategy != "upsert":
+    if disposition.disposition != "merge" or disposition.strategy not in ("upsert", "scd2"):
         raise ConfigError(
             argument,
-            f"applies to an upsert of change events; write disposition {disposition.label!r} is not one. "
-            "Use write_disposition={'disposition': 'merge', 'strategy': 'upsert'}",
+            f"applies to an upsert or an scd2 history of change events; write disposition "
+            f"{disposition.label!r} is not one. Use write_disposition={{'disposition': 'merge', "
+            "'strategy': 'upsert'} (or 'scd2')",
         )
     if all(getattr(hints, a) for a in LISTS):
         raise ConfigError(LISTS[1], f"give {LISTS[0]} or {LISTS[1]}, not both")
+    key = event_key(disposition, hints)
+    key_name = "merge key" if disposition.strategy == "scd2" else "primary key"
     for listed in LISTS:
-        keys = [c for c in getattr(hints, listed) if c in hints.primary_key]
+        keys = [c for c in getattr(hints, listed) if c in key]
         if keys:
             raise ConfigError(
-                listed, f"names primary key column(s) {keys}; rows are found by them, they are never null"
+                listed, f"names {key_name} column(s) {keys}; rows are found by them, they are never null"
             )
     ordering = [c for c in hints.ignore_null_updates_column_list if c in hints.sequence_by]
     if ordering:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from . import null_updates
 from .naming import HELPER_PREFIX, SYSTEM_PREFIX
 from .options import TableHints, WriteDisposition
 
@@ -24,6 +25,17 @@ EVENTS_PREFIX = SYSTEM_PREFIX + "_events_"  # + table name: the table's companio
 def active(hints: TableHints) -> bool:
     """Whether only changes of the tracked columns open versions (one of the lists is given)."""
     return bool(hints.track_history_column_list or hints.track_history_except_column_list)
+
+
+def rebuilds_history(disposition: WriteDisposition, hints: TableHints) -> bool:
+    """Whether an scd2 load of change events rebuilds its keys' histories from all their kept events
+    (plan/scd2_history.py): with tracked columns, and with partial updates (`ignore_null_updates`),
+    where a late event's value fills the versions after it that carried none."""
+    return (
+        disposition.strategy == "scd2"
+        and bool(hints.sequence_by)
+        and (active(hints) or null_updates.active(hints))
+    )
 
 
 def events_table(table: str) -> str:

@@ -121,11 +121,6 @@ def test_the_event_columns_left_out_of_the_table_are_not_kept(spark, dataset):
         ({"sequence_by": None}, "ignore_null_updates", "give sequence_by"),
         ({"write_disposition": "append", "sequence_by": None}, "ignore_null_updates", "sequence_by"),
         (
-            {"write_disposition": {"disposition": "merge", "strategy": "scd2"}, "merge_key": "id"},
-            "ignore_null_updates",
-            "upsert",
-        ),
-        (
             {"ignore_null_updates_column_list": ["a"], "ignore_null_updates_except_column_list": ["b"]},
             "ignore_null_updates_except_column_list",
             "not both",

@@ -152,7 +152,6 @@ def test_null_sequences_and_ties_are_refused_before_anything_is_committed(spark,
     ("arguments", "argument", "why"),
     [
         ({"merge_key": None, "primary_key": "id"}, "merge_key", "versions of their merge key"),
-        ({"sequence_by": ["seq", "pos"]}, "sequence_by", "has several columns"),
         ({"sequence_by": "id"}, "sequence_by", "in the merge key"),
         ({"write_disposition": {**SCD2, "boundary_column": "seq"}}, "boundary_column", "with sequence_by"),
         (
