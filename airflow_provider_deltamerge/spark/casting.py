@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 from ..errors import CastError, NullValueError, SchemaError, TruncationWarning
 from ..spec.columns import ColumnSchema, storage_type
 from ..spec.naming import HELPER_PREFIX, backticked
+from .names import col
 
 TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?$"  # 'HH:MM:SS[.ffffff]'
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
@@ -79,9 +80,9 @@ def cast_to_declared(
         casts[name], losses[name] = cast, lost
         if isinstance(target, _TIMESTAMPS) and isinstance(present[name], T.StringType):
             if name in exact:
-                losses[name] = lost | F.col(_quoted(name)).rlike(_NANOS)
+                losses[name] = lost | col(name).rlike(_NANOS)
             else:
-                dropped[name] = F.col(_quoted(name)).rlike(_NANOS)
+                dropped[name] = col(name).rlike(_NANOS)
     _refuse_losses(df, losses, declared, key)
     _warn_of_nanoseconds(df, dropped)
     typed = df.withColumns(casts) if casts else df
@@ -92,7 +93,7 @@ def cast_to_declared(
 
 def _cast(name: str, source_type: T.DataType, column: ColumnSchema, target: T.DataType):
     """(the cast value, a condition true where the cast lost the value) of one declared column."""
-    data_type, source = column.data_type, F.col(backticked(name))
+    data_type, source = column.data_type, col(name)
     if isinstance(source_type, _NESTED) and data_type in ("json", "text"):
         return F.to_json(source, {"ignoreNullFields": "false"}), F.lit(False)  # nulls kept, as dlt does
     if data_type == "time":
@@ -116,7 +117,7 @@ def _cast(name: str, source_type: T.DataType, column: ColumnSchema, target: T.Da
 def _warn_of_nanoseconds(df: DataFrame, dropped: dict[str, Column]) -> None:
     if not dropped:
         return
-    examples = (F.max(F.when(lost, F.col(_quoted(name)))).alias(name) for name, lost in dropped.items())
+    examples = (F.max(F.when(lost, col(name))).alias(name) for name, lost in dropped.items())
     found = df.select(*examples).first()
     for name in dropped:
         if found[name] is not None:
@@ -130,7 +131,7 @@ def _warn_of_nanoseconds(df: DataFrame, dropped: dict[str, Column]) -> None:
 
 def _decimal_lost(name: str, source_type: T.DataType, cast: Column, target: T.DecimalType) -> Column:
     """Whether a cast to a decimal rounded the number (Spark rounds to the scale without a word)."""
-    source = F.col(_quoted(name))
+    source = col(name)
     if isinstance(source_type, T.StringType):
         text = F.trim(source)
         beyond_scale = text.rlike(rf"^[+-]?[0-9]*\.[0-9]{{{target.scale}}}[0-9]*[1-9]")
@@ -155,7 +156,7 @@ def _changed(name: str, source_type: T.DataType, cast: Column, target: T.DataTyp
     if isinstance(source_type, T.StringType):
         return cast != _try_cast(name, T.DoubleType())
     if isinstance(source_type, T.NumericType):
-        return cast != F.col(backticked(name))  # compared as the wider of the two types
+        return cast != col(name)  # compared as the wider of the two types
     return F.lit(False)
 
 
@@ -213,12 +214,10 @@ def _refuse_nulls(df: DataFrame, required: list[str], key: tuple[str, ...]) -> N
         if example:
             raise NullValueError(absent[0], _row_key(example[0].asDict(), key), df.count())
         return
-    counts = df.select(
-        *(F.count(F.when(F.col(backticked(n)).isNull(), 1)).alias(n) for n in required)
-    ).first()
+    counts = df.select(*(F.count(F.when(col(n).isNull(), 1)).alias(n) for n in required)).first()
     for name in required:
         if counts[name]:
-            example = df.where(F.col(backticked(name)).isNull()).limit(1).collect()[0].asDict()
+            example = df.where(col(name).isNull()).limit(1).collect()[0].asDict()
             raise NullValueError(name, _row_key(example, key), counts[name])
 
 
