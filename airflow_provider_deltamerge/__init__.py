@@ -32,6 +32,7 @@ from .errors import (
     SequenceError,
     SourceError,
     StoreError,
+    TruncationWarning,
 )
 
 __version__ = "0.1.0"
@@ -40,10 +41,10 @@ __version__ = "0.1.0"
 # do) does not pull in Spark, Arrow or delta-rs.
 _LAZY = {
     "run_load": "load",
-    "LoadInfo": "load_info",
-    "LoadRequest": "spec.request",
-    "Incremental": "spec.incremental",
-    "backfill_windows": "spec.backfill",
+    "LoadInfo": "load.load_info",
+    "LoadRequest": "model.request",
+    "Incremental": "model.incremental",
+    "backfill_windows": "model.backfill",
     "default_session": "spark.session",
     "maintain_table": "delta.maintenance",
 }
@@ -84,6 +85,7 @@ __all__ = [
     "SequenceError",
     "SourceError",
     "StoreError",
+    "TruncationWarning",
     "__version__",
     "backfill_windows",
     "default_session",

@@ -69,8 +69,8 @@ def jvm_class_archive(made_jvm_class_archive, monkeypatch) -> dict:
 
 @pytest.fixture(scope="session")
 def spark():
+    from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
     from airflow_provider_deltamerge.spark.session import default_session
-    from airflow_provider_deltamerge.spec.delta_jars import delta_jars_from_env
 
     session = default_session(
         "local[2]",

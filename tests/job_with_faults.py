@@ -13,7 +13,7 @@ sys.path[:] = [REPO_ROOT] + [p for p in sys.path if os.path.abspath(p or os.curd
 
 
 def run_counted() -> int:
-    from airflow_provider_deltamerge.remote_job import main
+    from airflow_provider_deltamerge.submit.remote_job import main
     from tests import faults, store_reads
 
     faults.install()
@@ -25,6 +25,6 @@ def run_counted() -> int:
 
 
 if __name__ == "__main__":
-    from airflow_provider_deltamerge.process_exit import exit_with
+    from airflow_provider_deltamerge.submit.process_exit import exit_with
 
     exit_with(run_counted)

@@ -98,9 +98,9 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
     """One load on a local Spark session; its metrics, as XCom and `_dlt_loads` have them (load_id None
     when there was nothing to load)."""
     from ..load import run_request
+    from ..model.delta_jars import delta_jars_from_env
+    from ..model.request import LoadRequest
     from ..spark.session import default_session
-    from ..spec.delta_jars import delta_jars_from_env
-    from ..spec.request import LoadRequest
 
     request = LoadRequest.create(**load_arguments(args))  # refused here, before Spark starts
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -108,6 +108,6 @@ def _typical_loads(spark, dataset: str, run_load) -> None:
 
 
 if __name__ == "__main__":
-    from ..process_exit import exit_with
+    from ..submit.process_exit import exit_with
 
     exit_with(lambda: _write(Path(sys.argv[1])))

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     from deltalake.exceptions import DeltaError  # imported after parsing: `--help` stays fast
 
     from ..errors import DeltaMergeError
-    from ..spec.secrets import command_line_secrets, redact_text
+    from ..model.secrets import command_line_secrets, redact_text
     from .commands import COMMANDS
     from .render import print_json, render
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """`deltamerge` as a process: main()'s exit code, without the interpreter's own exit, where deltalake
-    can abort a finished command (process_exit.py)."""
-    from ..process_exit import exit_with
+    can abort a finished command (submit/process_exit.py)."""
+    from ..submit.process_exit import exit_with
 
     exit_with(main)

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from ..spec.secrets import command_line_secrets, redact_text
+from ..model.secrets import command_line_secrets, redact_text
 
 DESCRIPTION = """\
 Inspect and load the Delta tables of a deltamerge dataset: its load records, pipeline state, table

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from ..errors import BatchTooLargeError
-from ..spec.naming import backticked
+from ..model.naming import backticked
 from .driver_budget import DriverBudget, out_of_heap
 
 log = logging.getLogger(__name__)

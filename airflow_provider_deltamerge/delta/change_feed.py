@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from ..errors import ChangeFeedError
-from ..spec.change_feed import (
+from ..model.change_feed import (
     CDF_PROPERTY,
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
@@ -24,7 +24,7 @@ from ..spec.change_feed import (
     Commit,
     range_problem,
 )
-from ..spec.naming import SYSTEM_PREFIX
+from ..model.naming import SYSTEM_PREFIX
 from .storage import store_errors
 
 log = logging.getLogger(__name__)

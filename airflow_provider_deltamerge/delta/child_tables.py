@@ -11,6 +11,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
+from ..model.naming import table_path
 from ..plan.nested import (
     PARENT_ID,
     SEPARATOR,
@@ -19,7 +20,6 @@ from ..plan.nested import (
     check_root_table,
     is_child_table_of,
 )
-from ..spec.naming import table_path
 from .storage import unreadable_store
 from .store import HISTORY_DEPTH
 

@@ -20,11 +20,11 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from ..errors import ConflictError, SchemaError
+from ..model.naming import backticked
+from ..model.storage import store_of
 from ..plan.expressions import SOURCE, TARGET, render, standard_string
 from ..plan.merge import Clause, MergePlan, Operation
 from ..plan.pruning import read_scope, rewrites_files
-from ..spec.naming import backticked
-from ..spec.storage import store_of
 from . import checkpoints, read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .locking import local_path
@@ -119,7 +119,7 @@ class DeltaRsWriter:
     environment's credentials)."""
 
     name = "delta-rs"
-    takes_arrow = True  # commits an Arrow table collected by staging's own pass (see staged_arrow.py)
+    takes_arrow = True  # commits an Arrow table collected by staging's own pass (see load/staged_arrow.py)
 
     def __init__(self, storage_options: dict[str, str] | None = None) -> None:
         self.storage_options = storage_options

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError
+from ..model.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
 from ..plan.merge import MergePlan, Operation
-from ..spec.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
 from . import unique_keys
 from .delta_rs import TARGET_FILE_BYTES, counted_in_log
 from .spark_sql import (

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlparse
 
-from ..spec.naming import LOCK_SUFFIX
+from ..model.naming import LOCK_SUFFIX
 
 
 def local_path(uri: str) -> str | None:

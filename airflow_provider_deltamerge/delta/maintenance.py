@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, ConflictError
-from ..spec.checks import choice, key_tuple
-from ..spec.naming import check_folder_name, naming_convention, table_name_as_stored, table_path
-from ..spec.options import BACKENDS
-from ..spec.request import check_dataset, check_table_name
-from ..spec.storage import check_storage_options, delta_rs_options
-from ..spec.table_properties import LONGEST_HOURS
+from ..model.checks import choice, key_tuple
+from ..model.naming import check_folder_name, naming_convention, table_name_as_stored, table_path
+from ..model.options import BACKENDS
+from ..model.request import check_dataset, check_table_name
+from ..model.storage import check_storage_options, delta_rs_options
+from ..model.table_properties import LONGEST_HOURS
 from .storage import store_errors
 
 log = logging.getLogger(__name__)

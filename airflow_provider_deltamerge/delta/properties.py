@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from ..spec.table_properties import check_loading_allowed, differing
+from ..model.table_properties import check_loading_allowed, differing
 
 log = logging.getLogger(__name__)
 

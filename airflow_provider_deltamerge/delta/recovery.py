@@ -10,8 +10,8 @@ import json
 import logging
 
 from ..errors import StoreError
+from ..model.naming import LOAD_ID
 from ..plan.reruns import RECORDED_FROM_COMMIT
-from ..spec.naming import LOAD_ID
 from .store import (
     HISTORY_DEPTH,
     LOADS_TABLE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 from ..errors import ConfigError
-from ..spec.checks import choice
-from ..spec.options import BACKENDS
-from ..spec.storage import unsafe_commits
+from ..model.checks import choice
+from ..model.options import BACKENDS
+from ..model.storage import unsafe_commits
 from .delta_rs import DeltaRsWriter
 from .delta_spark import DeltaSparkWriter, delta_spark_status
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+from ..model.naming import backticked
 from ..plan.expressions import SOURCE, TARGET, Expr, render
 from ..plan.merge import Clause, MergePlan, Operation
-from ..spec.naming import backticked
 from .writer import USER_METADATA, CommitRequest
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import StoreError
-from ..spec.secrets import credential_values, redact_text
+from ..model.secrets import credential_values, redact_text
 
 _ANSWER_LINES = 6  # delta-rs nests the store's answer over several lines; the first ones say what failed
 _TERMINAL_COLOURS = re.compile(r"\x1b\[[0-9;]*m")

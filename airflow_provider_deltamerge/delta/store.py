@@ -28,7 +28,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from ..errors import ConflictError, StoreError
-from ..spec.naming import LOAD_ID, table_path
+from ..model.naming import LOAD_ID, table_path
 from . import checkpoints
 from .delta_rs import DeltaRsWriter
 from .locking import creation_lock, local_path

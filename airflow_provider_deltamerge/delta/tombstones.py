@@ -1,6 +1,6 @@
 """A table's tombstones: the keys its delete events removed, with their sequence (docs/CDC.md).
 
-They live in a companion Delta table beside the table (`_dlt_tombstones_<table>`, spec/cdc.py), never in
+They live in a companion Delta table beside the table (`_dlt_tombstones_<table>`, model/cdc.py), never in
 the table itself, so its readers never see them; it is written with delta-rs from the driver whatever the
 data writer, like the state tables. A row holds the key columns, the sequence system columns, the load
 that wrote it and when. A load commits its tombstones BEFORE its commit of the table, which is the load's
@@ -21,8 +21,8 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from ..errors import ConflictError
+from ..model.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
 from ..plan.expressions import SOURCE, TARGET, Cmp, Col, Lit, Or, all_of, eq, render
-from ..spec.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
 from . import checkpoints
 from .delta_rs import DataFusionDialect, spelled_copies
 from .locking import creation_lock

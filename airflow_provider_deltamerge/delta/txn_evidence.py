@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from ..errors import StoreError
-from ..spec.run import app_id, txn_version
+from ..model.run import app_id, txn_version
 from .writer import LoggedCommit
 
 LOADS_TABLE = "_dlt_loads"
@@ -25,7 +25,7 @@ LOADS_TABLE = "_dlt_loads"
 def committed_txn_version(
     table_path: str, application: str, storage_options: dict | None = None
 ) -> int | None:
-    """The txn version (`spec.run.txn_version` of a load id) of the newest commit of the txn application
+    """The txn version (`model.run.txn_version` of a load id) of the newest commit of the txn application
     `application` that the table's current snapshot (checkpoint and log) records; None when it records
     none, or there is no table."""
     try:
@@ -47,7 +47,7 @@ def unrecorded_attempt(snapshot, request, commits: list[LoggedCommit], history) 
     records nor `commits` (the table's newest) hold, read from `history` (a function giving the table's
     whole history); [] when there is none. StoreError when the table's txn identifiers show one but
     its commit is gone from the log."""
-    if request.run.dag_id is None:  # outside Airflow a load id is its own stream (spec/run.py)
+    if request.run.dag_id is None:  # outside Airflow a load id is its own stream (model/run.py)
         return []
     stream = app_id(request.pipeline, request.table, request.run)
     version = committed_txn_version(request.table_path, stream, request.store_options)

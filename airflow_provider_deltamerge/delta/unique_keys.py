@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DuplicateKeyError
+from ..model.naming import backticked
 from ..plan.merge import MergePlan
-from ..spec.naming import backticked
 
 EXAMPLES = 5
 

@@ -58,7 +58,7 @@ class CommitRequest:
     """What a commit carries besides its data: the load's identity, its metadata, a new table's layout."""
 
     load_id: str
-    app_id: str  # the txn stream (spec.run.app_id): the Airflow task run, or outside Airflow the load
+    app_id: str  # the txn stream (model.run.app_id): the Airflow task run, or outside Airflow the load
     txn_version: int
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
     table_properties: dict[str, str] = field(default_factory=dict)  # given to a table this commit creates

@@ -3,7 +3,7 @@
 - no connection:              in-process local Spark (run_load's own default session)
 - a ``deltamerge`` connection: in-process Spark with the connection's master and Spark properties
 - a ``spark`` connection:      spark-submit (through the apache-spark provider's SparkSubmitHook) of
-                               ``remote_job.py`` with the request as a JSON file; the metrics come
+                               ``submit/remote_job.py`` with the request as a JSON file; the metrics come
                                back from the load record the job writes, never from its log
 - a ``spark_connect`` connection: a remote SparkSession over Spark Connect
 
@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowException, BaseHook, mask_secret
 
 from ..errors import ConfigError, JobFailedError
-from ..remote_job import STORAGE_OPTIONS_ENV
-from ..spec.secrets import credential_values, redact_text
+from ..model.secrets import credential_values, redact_text
+from ..submit.remote_job import STORAGE_OPTIONS_ENV
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
-    from ..spec.request import LoadRequest
+    from ..model.request import LoadRequest
 
 MODES = {None: "local", "deltamerge": "local", "spark": "submit", "spark_connect": "connect"}
 # SparkSubmitHook arguments this hook sets itself; every other one of the installed hook's arguments
@@ -53,8 +53,8 @@ JOB_CONF = {
 
 
 def remote_job_resource() -> Any:
-    """The ``remote_job.py`` shipped in this package (use with ``importlib.resources.as_file``)."""
-    return resources.files("airflow_provider_deltamerge") / "remote_job.py"
+    """The ``submit/remote_job.py`` shipped in this package (use with ``importlib.resources.as_file``)."""
+    return resources.files("airflow_provider_deltamerge") / "submit/remote_job.py"
 
 
 def submit_options_accepted() -> tuple[str, ...]:
@@ -89,14 +89,14 @@ def submit_arguments(
     submit_options: Mapping[str, Any] | None = None,
     delta_jars: Any = None,
 ) -> dict[str, Any]:
-    """SparkSubmitHook keyword arguments that run remote_job.py on the request in request_file.
+    """SparkSubmitHook keyword arguments that run submit/remote_job.py on the request in request_file.
 
     The request file is also shipped with ``--files`` so that a driver in cluster deploy mode finds it
     in its working directory. ``python`` is the interpreter the driver and executors use; it must have
-    this package installed. ``delta_jars`` (see ``spec.delta_jars``) adds Delta's jars and SQL settings.
+    this package installed. ``delta_jars`` (see ``model.delta_jars``) adds Delta's jars and SQL settings.
     User ``spark_conf`` entries override the defaults.
     """
-    from ..spec.delta_jars import merge_spark_conf, parse_delta_jars
+    from ..model.delta_jars import merge_spark_conf, parse_delta_jars
 
     options = check_submit_options(submit_options)
     conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python, **JOB_CONF}
@@ -182,7 +182,7 @@ class DeltaMergeHook(BaseHook):
     :param spark_conf: Spark properties for the session or the spark-submit ``--conf`` options.
     :param submit_options: extra SparkSubmitHook arguments (``driver_memory``, ``jars``, ...).
     :param python: interpreter for the spark-submit driver and executors; default: this one.
-    :param delta_jars: where Spark finds Delta's jars (see ``spec.delta_jars``), for local and
+    :param delta_jars: where Spark finds Delta's jars (see ``model.delta_jars``), for local and
         spark-submit runs; a Spark Connect server is configured on its own side.
     """
 
@@ -267,8 +267,8 @@ class DeltaMergeHook(BaseHook):
 
         As for any SparkSession, a session already running in this process is reused as it is.
         """
+        from ..model.delta_jars import merge_spark_conf, parse_delta_jars
         from ..spark.session import default_session
-        from ..spec.delta_jars import merge_spark_conf, parse_delta_jars
 
         extra = self.connection.extra_dejson if self.connection else {}
         conf = {"spark.pyspark.python": self.python}  # Python workers run this interpreter, not PATH's
@@ -305,7 +305,7 @@ class DeltaMergeHook(BaseHook):
 
     def _run_submit(self, request: LoadRequest) -> dict[str, Any]:
         from ..delta.store import read_loads
-        from ..spec.run import new_load_id
+        from ..model.run import new_load_id
 
         if request.load_id is None:
             request = request.with_load_id(new_load_id())
@@ -315,7 +315,7 @@ class DeltaMergeHook(BaseHook):
         return submitted_load_metrics(request, known, read_loads(request.dataset, storage_options=options))
 
     def _submit(self, request: LoadRequest) -> None:
-        """spark-submit remote_job.py with the request as a JSON file; JobFailedError if it fails."""
+        """spark-submit submit/remote_job.py with the request as a JSON file; JobFailedError if it fails."""
         with tempfile.TemporaryDirectory(prefix="deltamerge-") as folder:
             request_file = os.path.join(folder, "request.json")
             with open(request_file, "w", encoding="utf-8") as handle:

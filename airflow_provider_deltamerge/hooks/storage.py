@@ -1,6 +1,6 @@
 """Storage options from an Airflow connection: the one place a task reads a dataset's credentials.
 
-The connection's fields map to delta-rs storage options in `spec.storage.options_from_connection`; every
+The connection's fields map to delta-rs storage options in `model.storage.options_from_connection`; every
 credential among them is registered with Airflow's secrets masker before anything can log it.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from airflow.providers.common.compat.sdk import BaseHook, mask_secret
 
-from ..spec.secrets import credential_values
-from ..spec.storage import options_from_connection
+from ..model.secrets import credential_values
+from ..model.storage import options_from_connection
 
 
 def storage_options_for(conn_id: str | None) -> dict[str, str] | None:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..spec.backfill import backfill_windows, parse_every
-from ..spec.incremental import coerce_bound
-from ..spec.sources import names_change_feed
+from ..model.backfill import backfill_windows, parse_every
+from ..model.incremental import coerce_bound
+from ..model.sources import names_change_feed
 from .context import openlineage_spark_conf, split_conf
 from .merge import DeltaMergeOperator, is_templated
 

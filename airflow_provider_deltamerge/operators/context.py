@@ -2,7 +2,7 @@
 
 The rules for ``dag_run.conf`` live here, in one place: it may give window bounds (``start``/``end``:
 a manual run loads that range, a scheduled or backfill run only the part of its own window they
-name, see ``spec.window``) and set the options a task lists in ``conf_overridable``; it can never
+name, see ``model.window``) and set the options a task lists in ``conf_overridable``; it can never
 name code to run or another target, so whoever may trigger a DAG cannot make it run arbitrary
 callables or write elsewhere.
 """
@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
-from ..spec.window import SCHEDULED_RUN_TYPES
+from ..model.window import SCHEDULED_RUN_TYPES
 from .schedule import needs_period, schedule_period_start
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def data_interval_of(context: Mapping[str, Any]) -> tuple[datetime, datetime] | 
 def period_start_of(context: Mapping[str, Any], timetable: Any) -> str | None:
     """For a scheduled or backfill run whose data interval is not the period since the previous
     scheduled run: where that period starts (operators.schedule). None where the interval is that
-    period, or the timetable cannot tell: a window that needs it is then refused (spec.window), and
+    period, or the timetable cannot tell: a window that needs it is then refused (model.window), and
     the reason is logged here."""
     interval = data_interval_of(context)
     if interval is None or timetable is None:

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from ..spec.naming import SYSTEM_PREFIX, naming_convention, table_path, table_uri
-from ..spec.storage import delta_rs_options
+from ..model.naming import SYSTEM_PREFIX, naming_convention, table_path, table_uri
+from ..model.storage import delta_rs_options
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class SourceLineage:
 def source_lineage(source: Any, normalize: Callable[[str], str]) -> SourceLineage:
     """The lineage of a (rendered) source spec; reader options are never reported, they may hold secrets."""
     if isinstance(source, str):
-        from ..spec.sources import parse_source
+        from ..model.sources import parse_source
 
         source = parse_source(source)
     if not isinstance(source, Mapping):

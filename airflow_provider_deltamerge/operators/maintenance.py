@@ -13,10 +13,10 @@ from airflow.providers.common.compat.sdk import AirflowFailException, BaseOperat
 from ..delta.maintenance import MaintenanceOptions
 from ..errors import ConfigError
 from ..hooks.storage import storage_options_for
-from ..spec.checks import choice
-from ..spec.naming import NAMINGS
-from ..spec.options import BACKENDS
-from ..spec.request import check_dataset, check_table_name
+from ..model.checks import choice
+from ..model.naming import NAMINGS
+from ..model.options import BACKENDS
+from ..model.request import check_dataset, check_table_name
 from .lineage import DeltaLineageMixin, TableFacts, Written
 from .merge import is_templated
 
@@ -44,7 +44,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
     :param backend: "delta-rs" (in the task, no Spark), "delta-spark" (Delta's commands in a local
         Spark session with ``delta_jars``), or "auto": delta-spark when ``delta_jars`` is given.
     :param spark_conf: Spark properties of that session.
-    :param delta_jars: Delta's jars for it (see ``spec.delta_jars``).
+    :param delta_jars: Delta's jars for it (see ``model.delta_jars``).
     :param storage_conn_id: the connection holding the credentials of a table on S3 or Azure, as the
         loads have it (see docs/STORAGE.md); none: the environment's credentials.
     Returns the metrics of ``maintain_table`` (files and bytes added and removed, files deleted,

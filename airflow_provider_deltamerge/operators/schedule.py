@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import ConfigError
-from ..spec.incremental import to_utc
+from ..model.incremental import to_utc
 
 _FIRST_STEP = timedelta(minutes=1)
 _LONGEST_LOOKBACK = timedelta(days=366 * 30)  # "@yearly", and February 29 crons, fit in it

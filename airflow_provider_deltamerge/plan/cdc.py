@@ -1,6 +1,6 @@
 """The merge condition of change events: an event applies only where it is newer than the row (pure).
 
-A row keeps the sequence of the event that last changed it in the system columns of spec/cdc.py; an
+A row keeps the sequence of the event that last changed it in the system columns of model/cdc.py; an
 event updates the row only if its sequence is greater, compared column by column (the first that
 differs decides). A row without a sequence (loaded before sequence_by was used) takes any event, and
 a table without the sequence columns yet (its first load with sequence_by) compares none.

@@ -11,9 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
-from ..spec import null_updates
-from ..spec.cdc import sequence_columns
-from ..spec.options import TableHints, WriteDisposition
+from ..model import null_updates
+from ..model.cdc import sequence_columns
+from ..model.options import TableHints, WriteDisposition
 from .cdc import newer_than_target, not_newer_than
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
 from .null_updates import reset_by_truncate, update_when_newer
@@ -200,7 +200,7 @@ def _plan_partial_updates(
 def _plan_events(hints: TableHints, on: Expr, flag: tuple[str, ...], table_columns) -> MergePlan:
     """Change events: a newer event updates its row, or deletes it where it is a delete event (flagged
     by apply_as_deletes); a key the table lacks is inserted unless its event is a delete. Events older
-    than their key's tombstone never reach the source (tombstone_load.py), so the commit must land on
+    than their key's tombstone never reach the source (load/tombstones.py), so the commit must land on
     the version whose tombstones were read."""
     newer = newer_than_target(sequence_columns(len(hints.sequence_by)), table_columns)
     if not flag:
@@ -237,7 +237,7 @@ def _plan_events_with_deletes(
 
 def _with_truncate(plan: MergePlan, hints: TableHints, table_columns, truncate: tuple) -> MergePlan:
     """A truncate event at `truncate`: the rows no event of the batch matches, not newer than it, are
-    deleted too. The batch holds no event as old as the truncate (tombstone_load.py), so an event that
+    deleted too. The batch holds no event as old as the truncate (load/tombstones.py), so an event that
     matches a row is newer than the truncate and updates or deletes that row as usual. With partial
     updates, the rows left keep no value as old as the truncate (plan/null_updates.py)."""
     older = not_newer_than(sequence_columns(len(hints.sequence_by)), truncate, table_columns)

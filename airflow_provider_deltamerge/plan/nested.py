@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError, SourceError
-from ..spec.naming import (
+from ..model.naming import (
     CHILD_SEPARATOR,
     LOAD_ID,
     ROW_ID,
@@ -29,7 +29,7 @@ from ..spec.naming import (
     check_table_location,
     name_key,
 )
-from ..spec.options import TableHints, WriteDisposition
+from ..model.options import TableHints, WriteDisposition
 from .expressions import SOURCE, TARGET, Col, In, Lit, Not, keys_equal
 from .merge import HARD_DELETE_FLAG, Clause, MergePlan, Operation, SourceShape, plan_load
 
@@ -184,7 +184,7 @@ def source_of(table: NestedTable) -> str:
 
 def check_child_tables(plan: NestedPlan, dataset: str) -> None:
     """Refuse, before anything is committed, child tables a load cannot write: a name the store cannot
-    hold (spec.naming: every depth, after the naming convention), two lists that make one table, and
+    hold (model.naming: every depth, after the naming convention), two lists that make one table, and
     columns of a child table that are one name twice (ignoring case, as Spark and Delta compare names)
     or one of the system columns a load adds to child rows (a `_dlt_id` field inside the elements would
     be taken for the row's id)."""

@@ -11,7 +11,7 @@ matched row is updated where the event is newer than the row, or carries a value
 A delete event newer than the row deletes it (the first clause); a key the table lacks is inserted
 unless its newest event is a delete. A truncate in the batch (apply_as_truncates) resets every row: a stored
 value not newer than it stays only where it is replaced; in the rows no event matches that outlive it,
-`reset_by_truncate` makes such values null (truncate_load.py).
+`reset_by_truncate` makes such values null (load/truncates.py).
 A stored value's sequence is in its `sequences_of` columns (one per sequence_by column, compared in
 order); where they are null (or the table has no such columns yet) and the value is not, the row's
 sequence (the value was loaded by the row's event); where both are null, there is no value to keep and
@@ -20,10 +20,10 @@ any event's value is newer.
 
 from __future__ import annotations
 
-from ..spec.cdc import sequence_columns
-from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
-from ..spec.null_updates import deleted_at, sequence_of, sequence_owner, sequences_of, subject_columns
-from ..spec.options import TableHints
+from ..model.cdc import sequence_columns
+from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
+from ..model.null_updates import deleted_at, sequence_of, sequence_owner, sequences_of, subject_columns
+from ..model.options import TableHints
 from .cdc import at_most, greater, newer_than_target
 from .expressions import SOURCE, TARGET, Case, Col, Expr, IsNull, Lit, Not, Or, all_of
 

@@ -2,7 +2,7 @@
 
 The evidence is durable: the `_dlt_loads` rows of the table (after recovery has recorded every commit
 that landed unrecorded, whoever recovered it) and the table's commits, never what this attempt happened
-to see. One run of a task is its dag, task, run id and map index (`spec.run.RunContext.is_same_run`; a
+to see. One run of a task is its dag, task, run id and map index (`model.run.RunContext.is_same_run`; a
 `_dlt_loads` row keeps the map index in its metrics).
 
 - A retry after an attempt that committed and stopped before recording its load (Airflow saw it fail;
@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..spec.naming import LOAD_ID
-from ..spec.options import WriteDisposition
-from ..spec.run import RunContext
+from ..model.naming import LOAD_ID
+from ..model.options import WriteDisposition
+from ..model.run import RunContext
 from .expressions import Col, Expr, In, Lit, Not, Or, all_of
 
 MAP_INDEX = "map_index"  # the metrics key that keeps a mapped instance's index in `_dlt_loads`
@@ -67,7 +67,7 @@ def earlier_loads_of_run(run: RunContext, recorded: list[dict]) -> list[dict]:
 def load_to_finish(disposition: WriteDisposition, earlier: list[dict], window) -> dict | None:
     """The run's earlier load this attempt returns instead of loading (its `_dlt_loads` row), or None.
 
-    That is the newest of the run's loads of this window (`spec.window.Window` or None) where its
+    That is the newest of the run's loads of this window (`model.window.Window` or None) where its
     attempt stopped before recording it, and the newest of any window where the window is stateful: a
     stateful incremental window starts at the cursor the earlier load moved, so loading again would not
     load the same rows."""
@@ -87,7 +87,7 @@ def superseded_load_ids(disposition: WriteDisposition, earlier: list[dict], wind
 
 
 def _of_window(recorded: list[dict], window) -> list[dict]:
-    """The `_dlt_loads` rows of loads of this window (`spec.window.Window` or None), as they keep it."""
+    """The `_dlt_loads` rows of loads of this window (`model.window.Window` or None), as they keep it."""
     bounds = window.as_dict() if window is not None else {}
     start, end = _text(bounds.get("start")), _text(bounds.get("end"))
     return [r for r in recorded if (r["window_start"], r["window_end"]) == (start, end)]

@@ -12,7 +12,7 @@ The validity boundary is `boundary_timestamp`, else the load's time (its load id
 value of `boundary_column`: the new version is valid from it and the version it replaces is valid
 until it (the latest such value of the batch rows with the same merge-key value).
 
-Options and their validation are in `spec.scd2`; Spark preparation is in `spark.scd2`.
+Options and their validation are in `model.scd2`; Spark preparation is in `spark.scd2`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..spec.naming import HELPER_PREFIX, ROW_ID
-from ..spec.scd2 import Scd2Options, parse_timestamp
+from ..model.naming import HELPER_PREFIX, ROW_ID
+from ..model.scd2 import Scd2Options, parse_timestamp
 from .expressions import SOURCE, TARGET, Col, Expr, IsNull, Lit, all_of, eq
 from .merge import ACTION, Clause, MergePlan, Operation, SourceShape
 
@@ -52,7 +52,7 @@ class Scd2Settings:
 
     @classmethod
     def from_options(cls, options: Scd2Options) -> Scd2Settings:
-        """Settings of options already checked by `spec.scd2.validate_options` (names stored as given)."""
+        """Settings of options already checked by `model.scd2.validate_options` (names stored as given)."""
         valid_from, valid_to = options.validity_column_names
         return cls(
             valid_from=valid_from,

@@ -9,18 +9,18 @@ whatever their batching and arrival order. So a load:
 - skips an event whose key and sequence the table holds a version at already (delivered again).
 A delete event (a flagged row, see spark/scd2_feed.py) closes the version it falls into at its
 sequence and opens none; a table version closed before the next version opens ends at a delete. The
-deletes of earlier loads (remembered at their place, tombstone_load.py) join a load's own as such
+deletes of earlier loads (remembered at their place, load/tombstones.py) join a load's own as such
 points, so the commit lands on the version they were read at or is planned again.
 
 Target versions are found by (merge key, valid_from), which is unique in such a table. Options and
-their checks are in spec/cdc.py; Spark builds the source in spark/scd2_feed.py.
+their checks are in model/cdc.py; Spark builds the source in spark/scd2_feed.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec.naming import HELPER_PREFIX
+from ..model.naming import HELPER_PREFIX
 from .expressions import SOURCE, TARGET, Col, Expr, Field, Lit, all_of, eq
 from .merge import ACTION, Clause, MergePlan, Operation, SourceShape
 from .scd2 import RETIRE_AT, Scd2Settings, retire_assignments

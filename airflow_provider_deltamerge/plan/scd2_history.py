@@ -11,7 +11,7 @@ first event, and the first after a delete, always do); an event that changes onl
 absorbed: the version it falls into takes its values, keeping its valid_from. Where a late event falls
 into a version that absorbed events, those after it belong to the versions it opens, so a history
 built from its versions alone would depend on arrival order. Every event is therefore kept (companion
-table, tracked_history_load.py), and a load:
+table, load/tracked_history.py), and a load:
 - takes, for each key of its batch, all its events: kept ones, the batch's new ones, the remembered
   deletes, and the table's versions no kept event opens (loaded before the lists were used) as events;
 - rebuilds the key's versions from them in sequence order (spark/scd2_history.py): each version valid
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec.naming import HELPER_PREFIX
+from ..model.naming import HELPER_PREFIX
 from .expressions import SOURCE, Col, Lit, eq
 from .merge import ACTION, Clause, MergePlan, Operation, SourceShape
 from .scd2 import Scd2Settings

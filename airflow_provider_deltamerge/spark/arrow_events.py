@@ -3,7 +3,7 @@
 An upsert of change events (`sequence_by`) keeps each key's newest event (spark/cdc.py). In Spark that
 ranking is a window over the key: a shuffle and a sort, which a fresh JVM (an Airflow task's) compiles
 and runs cold, seconds for a 100k-event batch. Where staging collects the batch to the driver anyway
-(staged_arrow.py), the Spark pass is instead the plain collection of every event, and pyarrow ranks the
+(load/staged_arrow.py), the Spark pass is instead the plain collection of every event, and pyarrow ranks the
 events by key, sequence (newest first) and input order in one sort: the same event per key wins.
 
 Two different events of one key at one sequence are counted in the same sort, as the window counts
@@ -26,10 +26,10 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from ..spec import null_updates
-from ..spec.cdc import sequence_columns
-from ..spec.naming import HELPER_PREFIX
-from ..spec.options import TableHints, WriteDisposition
+from ..model import null_updates
+from ..model.cdc import sequence_columns
+from ..model.naming import HELPER_PREFIX
+from ..model.options import TableHints, WriteDisposition
 from .cdc import flag_delete_events, left_out_columns, with_sequence_kept
 from .frames import INPUT_ORDER
 from .profile import Profile

@@ -17,8 +17,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import CastError, NullValueError, SchemaError, TruncationWarning
-from ..spec.columns import ColumnSchema, storage_type
-from ..spec.naming import HELPER_PREFIX, backticked
+from ..model.columns import ColumnSchema, storage_type
+from ..model.naming import HELPER_PREFIX, backticked
 from .names import col
 
 TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?$"  # 'HH:MM:SS[.ffffff]'
@@ -45,7 +45,7 @@ KEY_SHOWN_COLUMNS = 5  # columns shown as a row's key where the load has no key
 
 
 def spark_type(column: ColumnSchema) -> T.DataType:
-    """The Spark type a declared column is stored as (see `spec.columns.storage_type`)."""
+    """The Spark type a declared column is stored as (see `model.columns.storage_type`)."""
     name = storage_type(column)
     decimal = _DECIMAL.fullmatch(name)
     if decimal:

@@ -1,4 +1,4 @@
-"""Staging of change events (`sequence_by`, spec/cdc.py): the newest event per key (upsert) or every
+"""Staging of change events (`sequence_by`, model/cdc.py): the newest event per key (upsert) or every
 event (scd2), its sequence kept.
 
 Two events of one key at one sequence cannot be ordered: identical ones (an event delivered twice) are
@@ -13,10 +13,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ConfigError, MissingKeyColumnError, SequenceError
+from ..model.cdc import sequence_columns
+from ..model.naming import HELPER_PREFIX, SYSTEM_PREFIX
+from ..model.options import TableHints
 from ..plan.merge import HARD_DELETE_FLAG
-from ..spec.cdc import sequence_columns
-from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
-from ..spec.options import TableHints
 from . import profile
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 from .names import col, cols
@@ -66,7 +66,7 @@ def newest_event_per_key(
 
 
 def with_sequence_kept(df: DataFrame, sequence: tuple[str, ...]) -> DataFrame:
-    """Each event's sequence copied into the system columns the table keeps it in (spec/cdc.py)."""
+    """Each event's sequence copied into the system columns the table keeps it in (model/cdc.py)."""
     for column, kept in zip(sequence, sequence_columns(len(sequence)), strict=True):
         df = df.withColumn(kept, col(column))
     return df

@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ContractError
-from ..spec.columns import VARIANT_SEPARATOR, dlt_type_of, variant_name
-from ..spec.contract import SchemaContract
-from ..spec.naming import HELPER_PREFIX
+from ..model.columns import VARIANT_SEPARATOR, dlt_type_of, variant_name
+from ..model.contract import SchemaContract
+from ..model.naming import HELPER_PREFIX
 from .names import col
 from .schema import can_widen
 

@@ -25,9 +25,9 @@ from ..errors import (
     MissingKeyColumnError,
     SourceError,
 )
-from ..spec.incremental import EPOCH, Incremental, coerce_bound, cursor_state, json_safe
-from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
-from ..spec.window import Window
+from ..model.incremental import EPOCH, Incremental, coerce_bound, cursor_state, json_safe
+from ..model.naming import HELPER_PREFIX, SYSTEM_PREFIX
+from ..model.window import Window
 from .frames import materialize, short_hash
 from .names import col
 

@@ -4,7 +4,7 @@ An upsert's or insert-only's `_dlt_id` is the SHA-256 of its primary key as JSON
 In a fresh JVM, as every Airflow task's local session is, Spark evaluates that hash cold, row by row:
 about 0.3 s of a fresh task's upsert of 40k rows (benchmarks/, the cold regime), where Python's
 hashlib takes 0.03 s for the same rows. So where staging collects a small batch to the driver
-(staged_arrow.py), Spark still spells each key as JSON, as it always does, and the driver hashes that
+(load/staged_arrow.py), Spark still spells each key as JSON, as it always does, and the driver hashes that
 text: the ids are the same bytes as Spark's, for every key type, in every load and writer.
 
 Spark Connect keeps the hash on its server, whose JVM is warm, and a batch above SMALL_BATCH_BYTES
@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..spec.naming import HELPER_PREFIX, ROW_ID
+from ..model.naming import HELPER_PREFIX, ROW_ID
 from .codegen import INTERPRET_ESTIMATE_BYTES
 from .frames import ID_LENGTH, row_id_text
 from .profile import is_connect

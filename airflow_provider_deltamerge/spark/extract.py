@@ -1,7 +1,7 @@
 """The extract step: the batch as a Spark DataFrame, from a source spec, a DataFrame or a list of dicts.
 
 A list of dicts goes through Arrow, typed the way a data engineer expects; a source spec (see
-`spec.sources`) is read with the session's readers, its SQL bound to the load's window.
+`model.sources`) is read with the session's readers, its SQL bound to the load's window.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ConfigError, SourceError
-from ..spec.sources import WINDOW_PARAMETERS, source_kind
+from ..model.sources import WINDOW_PARAMETERS, source_kind
 from .arrow_values import column_array, in_micros
 
 _PARAMETER_RE = {name: re.compile(rf":{name}\b") for name in WINDOW_PARAMETERS}
@@ -45,7 +45,7 @@ def is_rows(data: Any) -> bool:
 def to_dataframe(spark, data, normalizer=None, values: ValueRules | None = None):
     """The batch as a DataFrame: a DataFrame as is, a pandas DataFrame or a list of dicts through Arrow
     (a list's keys unioned in order; naive timestamps read as UTC in both). `normalizer`
-    (`spec.normalize.RowNormalizer`) shapes a list's rows first, as dlt's normaliser does; `values`
+    (`spark.normalize.RowNormalizer`) shapes a list's rows first, as dlt's normaliser does; `values`
     says which columns hold declared decimals and which must keep every digit (`spark.arrow_values`)."""
     check_data(data)
     values = values or ValueRules()

@@ -14,9 +14,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, RowIdError, SourceError
+from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from ..plan.merge import HARD_DELETE_FLAG
 from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
-from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from .names import col, cols
 from .profile import STORABLE_DATES, outside_storable_dates
 

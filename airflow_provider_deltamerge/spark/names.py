@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..spec.naming import backticked
+from ..model.naming import backticked
 
 
 def col(name: str, alias: str | None = None) -> Column:

@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
 from ..plan.nested import LIST_FIELD, LIST_INDEX, PARENT_ID, ROOT_ID, NestedPlan, NestedTable, Shape
-from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
 from .frames import short_hash
 from .names import col
 

@@ -1,11 +1,11 @@
-"""Staging of partial updates (`ignore_null_updates`, spec/null_updates.py): per key, each chosen column's
+"""Staging of partial updates (`ignore_null_updates`, model/null_updates.py): per key, each chosen column's
 newest non-null value in the batch and the sequence of its event.
 
 Run before the newest event per key is picked (spark/cdc.py), so that the row kept carries, in each chosen
 column, the newest value any event of its key carried, and in `sequences_of(column)` that event's sequence
 (null where no event of the key carried one). With apply_as_deletes, a delete resets the row: the values
 are taken from the events after the key's newest delete in the batch, whose sequence the `deleted_at`
-helpers keep for the MERGE (plan/null_updates.py) and the tombstones (null_update_tombstones.py). Two
+helpers keep for the MERGE (plan/null_updates.py) and the tombstones (load/null_update_tombstones.py). Two
 events of one key at one sequence are refused before. A sequence of several columns compares in order.
 """
 
@@ -15,9 +15,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..errors import MissingKeyColumnError
+from ..model.null_updates import active, deleted_at, sequences_of, subject_columns
+from ..model.options import TableHints
 from ..plan.merge import HARD_DELETE_FLAG
-from ..spec.null_updates import active, deleted_at, sequences_of, subject_columns
-from ..spec.options import TableHints
 from .frames import INPUT_ORDER
 from .names import col, cols
 

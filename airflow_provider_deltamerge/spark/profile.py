@@ -24,8 +24,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..model.naming import backticked
 from ..plan.pruning import KeyRange
-from ..spec.naming import backticked
 
 DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 _RANGED_TYPES = (T.IntegralType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)

@@ -1,4 +1,4 @@
-"""A list of dicts as dlt's normaliser shapes it (`spec.normalize`), with what it needs of the table.
+"""A list of dicts as dlt's normaliser shapes it (`spark.normalize`), with what it needs of the table.
 
 The table's column types decide which values are coerced and which go to variant columns; a table
 with struct columns keeps its dicts as structs unless the load names a layout (an existing table's
@@ -10,13 +10,13 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from ..spec.columns import dlt_type_of, merged_columns, parse_column_schema
-from ..spec.naming import direct, naming_convention
-from ..spec.normalize import RowNormalizer
+from ..model.columns import dlt_type_of, merged_columns, parse_column_schema
+from ..model.naming import direct, naming_convention
 from . import frames
 from .casting import spark_type
 from .extract import ValueRules, is_rows, to_dataframe
 from .identifying import identifying_columns, one_value_per_number
+from .normalize import RowNormalizer
 
 
 def extracted(spark, data, request, table_schema: T.StructType | None, stored_columns):

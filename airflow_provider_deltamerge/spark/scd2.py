@@ -16,10 +16,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ConfigError, SourceError
+from ..model.naming import HELPER_PREFIX, ROW_ID, SYSTEM_PREFIX
+from ..model.run import load_time
 from ..plan.merge import ACTION, Operation
 from ..plan.scd2 import RETIRE_AT, RetireScope, Scd2Settings, plan_scd2
-from ..spec.naming import HELPER_PREFIX, ROW_ID, SYSTEM_PREFIX
-from ..spec.run import load_time
 from .frames import check_key_columns, short_hash
 from .names import col, cols
 from .schema import align_to_table

@@ -4,7 +4,7 @@ them into a key's history and closes the versions they fall into (rules: plan/sc
 A staged row flagged as a delete (HARD_DELETE_FLAG, true where the event deletes its key) is a point of
 the history that opens no version: the version it falls into ends at its sequence. `apply_as_deletes`
 sets the flag in staging; the deletes earlier loads remembered for the batch's keys join the staged
-rows, flagged, before this (tombstone_load.py).
+rows, flagged, before this (load/tombstones.py).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ConfigError
+from ..model.cdc import sequence_columns
+from ..model.naming import HELPER_PREFIX, ROW_ID
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
 from ..plan.scd2 import RETIRE_AT, Scd2Settings
 from ..plan.scd2_feed import BY_DELETE, SPLIT, FeedScope, plan_scd2_events
-from ..spec.cdc import sequence_columns
-from ..spec.naming import HELPER_PREFIX, ROW_ID
 from .frames import materialize
 from .names import col, cols
 from .scd2 import check_batch, check_table, row_version_hash

@@ -22,6 +22,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import ConfigError, MissingKeyColumnError
+from ..model import null_updates, track_history
+from ..model.cdc import SEQUENCE, sequence_columns
+from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, SYSTEM_PREFIX
+from ..model.track_history import missing_tracked, tracked_columns
 from ..plan.merge import ACTION, HARD_DELETE_FLAG
 from ..plan.scd2 import Scd2Settings
 from ..plan.scd2_feed import BY_DELETE, SPLIT
@@ -35,10 +39,6 @@ from ..plan.scd2_history import (
     HistoryScope,
     plan_scd2_history,
 )
-from ..spec import null_updates, track_history
-from ..spec.cdc import SEQUENCE, sequence_columns
-from ..spec.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, SYSTEM_PREFIX
-from ..spec.track_history import missing_tracked, tracked_columns
 from .frames import materialize
 from .names import col, cols
 from .scd2 import check_batch, check_table, row_version_hash

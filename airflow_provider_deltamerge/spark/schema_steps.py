@@ -15,10 +15,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from ..errors import ConfigError, SchemaError
+from ..model.columns import ColumnSchema, merged_columns, parse_column_schema, storage_type
+from ..model.naming import LOAD_ID, ROW_ID, check_distinct_names, check_storable_names, naming_convention
 from ..plan.nested import plan_nested
 from ..plan.scd2 import Scd2Settings
-from ..spec.columns import ColumnSchema, merged_columns, parse_column_schema, storage_type
-from ..spec.naming import LOAD_ID, ROW_ID, check_distinct_names, check_storable_names, naming_convention
 from .casting import cast_to_declared
 from .contract import apply_schema_contract
 from .identifying import identifying_columns, one_value_per_number

@@ -52,7 +52,7 @@ def require_java() -> None:
 def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None) -> dict[str, str]:
     """The conf of a new local session: ours, the small-batch settings nobody else set, then extra_conf,
     then Delta's jars, extension and catalog."""
-    from ..spec.delta_jars import merge_spark_conf, parse_delta_jars
+    from ..model.delta_jars import merge_spark_conf, parse_delta_jars
 
     jars = parse_delta_jars(delta_jars)
     tuning = small_batch_conf(extra_conf)

@@ -3,7 +3,7 @@
 - `stage_batch`: the preparation rules in their order (key checks, dedup, hard-delete flags, system
   columns), computed from the source in one pass (the writer checks unique keys, see plan.unique_key).
   That pass materialises the batch in Spark, or, given `collect`, is the collection of the batch to the
-  driver as Arrow (staged_arrow.py), so the writer gets it without a second pass;
+  driver as Arrow (load/staged_arrow.py), so the writer gets it without a second pass;
 - `shape_source`: the merge source the plan asks for, built from the staged batch (helper columns start
   with `__`). The planner decides the shape; this only builds it.
 """
@@ -19,11 +19,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import BatchTooLargeError, NullKeyError, PartitionValueError
+from ..model.cdc import event_key
+from ..model.naming import NAME_BYTES, ROW_ID
+from ..model.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
 from ..plan.merge import ACTION, HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, key_helpers
 from ..plan.pruning import KeyRange
-from ..spec.cdc import event_key
-from ..spec.naming import NAME_BYTES, ROW_ID
-from ..spec.options import ID_FROM_PRIMARY_KEY, TableHints, WriteDisposition
 from . import arrow_events, arrow_profile, cdc, frames, null_updates, partition_values, profile
 from .extract import arrow_to_spark
 from .names import col, cols
@@ -41,7 +41,7 @@ class StagedBatch:
     key_ranges: tuple[KeyRange, ...] = ()  # min and max of the key columns (partitions named), for pruning
     arrow_bytes: int = 0  # the staged batch's size as Arrow, estimated before any transfer
     arrow: Any = None  # pyarrow.Table: the batch collected by staging's pass; `df` is then not materialised
-    aligned_to: Any = None  # the table schema `arrow` was aligned to (see staged_arrow.py)
+    aligned_to: Any = None  # the table schema `arrow` was aligned to (see load/staged_arrow.py)
 
     @property
     def empty(self) -> bool:

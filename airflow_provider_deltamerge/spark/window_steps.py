@@ -1,7 +1,7 @@
 """The incremental step of a load: choose the window, filter the batch to it, compute the new state,
 and what the window means for the commit (replace the window's rows on append, record empty windows).
 
-Glue between the pure window rules (`spec.window`), the Spark cursor filter (`cursor_filter`) and
+Glue between the pure window rules (`model.window`), the Spark cursor filter (`cursor_filter`) and
 `load`, which hands in the table's stored cursor state from the store's snapshot.
 """
 
@@ -16,10 +16,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import CursorColumnMissingError
+from ..model.incremental import Incremental
+from ..model.window import Window, resolve_window
 from ..plan.expressions import Cmp, Col, Expr, Lit, all_of
 from ..plan.merge import MergePlan, Operation
-from ..spec.incremental import Incremental
-from ..spec.window import Window, resolve_window
 from .cursor_filter import apply_cursor, cursor_type_of, next_state, spark_cursor_type
 
 log = logging.getLogger(__name__)

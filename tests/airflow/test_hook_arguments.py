@@ -127,7 +127,7 @@ def test_failure_message_split_into_cause_and_log_tail():
 
 def test_submitted_load_metrics_come_from_the_load_record():
     from airflow_provider_deltamerge.hooks.deltamerge import submitted_load_metrics
-    from airflow_provider_deltamerge.spec.request import LoadRequest
+    from airflow_provider_deltamerge.model.request import LoadRequest
 
     run = {"dag_id": "d", "task_id": "t", "run_id": "r", "try_number": 2}
     request = LoadRequest.create(
@@ -169,8 +169,8 @@ def test_submit_options_take_every_argument_of_the_installed_spark_submit_hook()
 
 def test_storage_options_reach_the_job_in_its_environment_not_its_request_or_command(monkeypatch):
     from airflow_provider_deltamerge.hooks.deltamerge import job_env
-    from airflow_provider_deltamerge.remote_job import STORAGE_OPTIONS_ENV, take_storage_options
-    from airflow_provider_deltamerge.spec.request import LoadRequest
+    from airflow_provider_deltamerge.model.request import LoadRequest
+    from airflow_provider_deltamerge.submit.remote_job import STORAGE_OPTIONS_ENV, take_storage_options
 
     options = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "TOPSECRET-789"}
     request = LoadRequest.create(

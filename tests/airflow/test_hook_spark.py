@@ -20,8 +20,8 @@ from airflow_provider_deltamerge.delta.store import read_load, read_loads
 from airflow_provider_deltamerge.errors import ConfigError, JobFailedError
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
 from airflow_provider_deltamerge.hooks import deltamerge as hook_module
+from airflow_provider_deltamerge.model.request import LoadRequest
 from airflow_provider_deltamerge.spark.class_archive import session_java_options
-from airflow_provider_deltamerge.spec.request import LoadRequest
 from tests import store_reads
 
 from .spark_servers import ROOT, connect_server, standalone_cluster
@@ -120,7 +120,7 @@ def test_spark_submit_local_reads_metrics_from_the_load_record(
         "2024-01-03T00:00:00+00:00",
     )
     output = "".join(capfd.readouterr())
-    assert "Spark-Submit cmd" in output and "remote_job.py --request-file" in output
+    assert "Spark-Submit cmd" in output and "submit/remote_job.py --request-file" in output
     # the job's step lines reach the task log through spark-submit's output
     assert "load of orders | window  | run-conf-range [2024-01-02 00:00:00+00:00" in output
     assert "load of orders | stage   | 2 rows read, 2 staged" in output
@@ -178,7 +178,7 @@ CONNECT_LOADS = """
 import collections, json, sys
 from pyspark.sql.connect.client import core
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
-from airflow_provider_deltamerge.spec.request import LoadRequest
+from airflow_provider_deltamerge.model.request import LoadRequest
 first, then = (LoadRequest.from_json(r) for r in json.loads(sys.stdin.read()))
 DeltaMergeHook("spark_remote").run(first)
 asked = collections.Counter()  # the plans the second load asks the server to analyse, by what it asks

@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from airflow_provider_deltamerge.delta.store import read_loads
+from airflow_provider_deltamerge.model.request import LoadRequest
 from airflow_provider_deltamerge.spark.class_archive import session_java_options
-from airflow_provider_deltamerge.spec.request import LoadRequest
 
 from .spark_servers import ROOT
 
@@ -55,7 +55,7 @@ def test_a_successful_job_exits_zero_every_time(tmp_path, jvm_class_archive):
             [
                 sys.executable,
                 "-m",
-                "airflow_provider_deltamerge.remote_job",
+                "airflow_provider_deltamerge.submit.remote_job",
                 "--request-file",
                 str(request_file),
             ],

@@ -4,7 +4,7 @@ and across daylight saving changes; backfill chunks tile their range (pure: no S
 The runs are Airflow's own: the scheduler's timetable (the DAG serialized and read back) asked with
 ``next_dagrun_info``, run after run. Each run's window goes through the provider's path, as the
 operator takes it: ``operators.context.run_context_of`` on the run's context, then
-``spec.window.resolve_window``.
+``model.window.resolve_window``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, backfill_windows
+from airflow_provider_deltamerge.model.incremental import Incremental
+from airflow_provider_deltamerge.model.run import RunContext
+from airflow_provider_deltamerge.model.window import resolve_window
 from airflow_provider_deltamerge.operators.context import run_context_of, schedule_period_start
-from airflow_provider_deltamerge.spec.incremental import Incremental
-from airflow_provider_deltamerge.spec.run import RunContext
-from airflow_provider_deltamerge.spec.window import resolve_window
 from tests.airflow_compat import dag_serialization, drifting_timetable, timetable_classes
 
 UTC = timezone.utc

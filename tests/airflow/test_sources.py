@@ -8,9 +8,9 @@ from deltalake import DeltaTable
 
 from airflow_provider_deltamerge.errors import ConfigError
 from airflow_provider_deltamerge.load import run_request
+from airflow_provider_deltamerge.model.request import LoadRequest
+from airflow_provider_deltamerge.model.sources import parse_source
 from airflow_provider_deltamerge.spark.session import default_session
-from airflow_provider_deltamerge.spec.request import LoadRequest
-from airflow_provider_deltamerge.spec.sources import parse_source
 
 WINDOW = {"start": "2024-03-01T00:00:00Z", "end": "2024-03-02T00:00:00Z"}
 

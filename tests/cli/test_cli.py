@@ -434,10 +434,10 @@ def test_load_options_become_the_requests_arguments(args, expected):
     ],
 )
 def test_the_package_processes_exit_with_the_code_of_their_work(outcome, code, stderr):
-    """What the job and the command exit with (process_exit.py), output flushed before the exit."""
+    """What the job and the command exit with (submit/process_exit.py), output flushed before the exit."""
     script = (
         "import sys\n"
-        "from airflow_provider_deltamerge.process_exit import exit_with\n"
+        "from airflow_provider_deltamerge.submit.process_exit import exit_with\n"
         f"def work():\n    print('done', end='')\n    {outcome}\n"
         "exit_with(work)\n"
     )

@@ -28,7 +28,7 @@ from airflow_provider_deltamerge import (
 )
 from airflow_provider_deltamerge import load as load_module
 from airflow_provider_deltamerge.load import run_request
-from airflow_provider_deltamerge.spec.request import LoadRequest
+from airflow_provider_deltamerge.model.request import LoadRequest
 from tests.helpers import read_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]

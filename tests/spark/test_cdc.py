@@ -117,7 +117,7 @@ def ranking(request, monkeypatch):
     """Where each key's newest event is chosen: by pyarrow in the rows staging collected (small batches
     with flat columns), or by a Spark window where staging materialises the batch in Spark."""
     if request.param == "spark":
-        from airflow_provider_deltamerge import staged_arrow
+        from airflow_provider_deltamerge.load import staged_arrow
 
         monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
     return request.param

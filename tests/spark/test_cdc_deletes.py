@@ -15,7 +15,8 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_deltamerge import ConfigError, staged_arrow
+from airflow_provider_deltamerge import ConfigError
+from airflow_provider_deltamerge.load import staged_arrow
 from tests.arrivals import arrival_batches, delivered
 from tests.budget import examples
 from tests.cli.test_cli import as_json

@@ -14,7 +14,8 @@ from deltalake.exceptions import TableNotFoundError
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_deltamerge import ConfigError, MissingKeyColumnError, staged_arrow
+from airflow_provider_deltamerge import ConfigError, MissingKeyColumnError
+from airflow_provider_deltamerge.load import staged_arrow
 from tests.arrivals import delivered
 from tests.budget import examples
 from tests.helpers import read_rows

@@ -17,7 +17,8 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_deltamerge import ConfigError, NullKeyError, staged_arrow
+from airflow_provider_deltamerge import ConfigError, NullKeyError
+from airflow_provider_deltamerge.load import staged_arrow
 from tests.arrivals import arrival_batches, delivered
 from tests.budget import examples
 from tests.faults import FAIL_AT, InjectedFault

@@ -97,7 +97,7 @@ def test_change_events_ranked_in_spark_count_their_ties_in_the_staging_pass(
 ):
     """Where staging materialises the events in Spark, the window that ranks them counts their ties in
     the same pass: the shuffle of the ranking and the pass, no job of the tie check's own."""
-    from airflow_provider_deltamerge import staged_arrow
+    from airflow_provider_deltamerge.load import staged_arrow
 
     monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
     info, work = load_events(spark, dataset, tmp_path)

@@ -36,8 +36,8 @@ from airflow_provider_deltamerge.delta.writer import (
     logged_commit,
     write_commit_metrics,
 )
+from airflow_provider_deltamerge.model.run import RunContext, app_id, txn_version
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation
-from airflow_provider_deltamerge.spec.run import RunContext, app_id, txn_version
 from tests.faults import InjectedFault
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]

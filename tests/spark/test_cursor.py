@@ -16,6 +16,9 @@ from airflow_provider_deltamerge.errors import (
     CursorValueMissingError,
     MissingKeyColumnError,
 )
+from airflow_provider_deltamerge.model.incremental import Incremental
+from airflow_provider_deltamerge.model.run import RunContext
+from airflow_provider_deltamerge.model.window import Window, resolve_window
 from airflow_provider_deltamerge.spark import cursor_filter as cursor_module
 from airflow_provider_deltamerge.spark.cursor_filter import (
     CursorResult,
@@ -25,9 +28,6 @@ from airflow_provider_deltamerge.spark.cursor_filter import (
     next_state,
     spark_cursor_type,
 )
-from airflow_provider_deltamerge.spec.incremental import Incremental
-from airflow_provider_deltamerge.spec.run import RunContext
-from airflow_provider_deltamerge.spec.window import Window, resolve_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.delta.arrow_stream import collected
+from airflow_provider_deltamerge.model.naming import ROW_ID
 from airflow_provider_deltamerge.spark import driver_row_ids, frames
-from airflow_provider_deltamerge.spec.naming import ROW_ID
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 

@@ -175,7 +175,7 @@ import json, sys
 from datetime import datetime
 from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.spark.session import default_session
-from airflow_provider_deltamerge.spec.delta_jars import delta_jars_from_env
+from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
 from tests import faults
 
 faults.install()

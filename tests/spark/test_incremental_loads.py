@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from airflow_provider_deltamerge import Incremental, run_load
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.errors import CursorColumnMissingError, CursorValueMissingError
-from airflow_provider_deltamerge.spec.incremental import json_safe
+from airflow_provider_deltamerge.model.incremental import json_safe
 from tests.helpers import read_rows, table_version
 
 pytestmark = pytest.mark.spark

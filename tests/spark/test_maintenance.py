@@ -376,7 +376,7 @@ class SessionConf(dict):
 def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatch, force):
     from delta import tables
 
-    from airflow_provider_deltamerge.spec.delta_jars import DELTA_EXTENSION
+    from airflow_provider_deltamerge.model.delta_jars import DELTA_EXTENSION
 
     calls, conf = [], SessionConf({"spark.sql.extensions": DELTA_EXTENSION})
     spark = type("ConnectSession", (), {"conf": conf})()
@@ -440,7 +440,7 @@ def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatc
 def test_delta_spark_refuses_z_order_by_a_partition_column(monkeypatch):
     from delta import tables
 
-    from airflow_provider_deltamerge.spec.delta_jars import DELTA_EXTENSION
+    from airflow_provider_deltamerge.model.delta_jars import DELTA_EXTENSION
 
     calls, conf = [], SessionConf({"spark.sql.extensions": DELTA_EXTENSION})
     spark = type("ConnectSession", (), {"conf": conf})()

@@ -16,7 +16,7 @@ from airflow_provider_deltamerge import ConfigError, ConflictError
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.delta.maintenance import maintain_table
 from airflow_provider_deltamerge.delta.tombstones import read_tombstones, write_tombstones
-from airflow_provider_deltamerge.spec.cdc import SEQUENCE, tombstones_table
+from airflow_provider_deltamerge.model.cdc import SEQUENCE, tombstones_table
 
 ROUNDS = 4
 FILES = 30

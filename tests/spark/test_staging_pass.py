@@ -13,12 +13,13 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from airflow_provider_deltamerge import DuplicateKeyError, load, run_load, staged_arrow
+from airflow_provider_deltamerge import DuplicateKeyError, load, run_load
+from airflow_provider_deltamerge.load import staged_arrow
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.pruning import KeyRange
 from airflow_provider_deltamerge.spark import partition_values
 from airflow_provider_deltamerge.spark.profile import observes_in_pass
 from airflow_provider_deltamerge.spark.stage import stage_batch
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 from tests.helpers import read_rows
 
 ROWS = 40
@@ -68,7 +69,7 @@ CASES = {
 
 @pytest.fixture(params=["collected", "materialised"])
 def staging_route(request, monkeypatch, spark):
-    """Both ways staging's pass may go (staged_arrow.py): the batch collected to the driver where the
+    """Both ways staging's pass may go (load/staged_arrow.py): the batch collected to the driver where the
     writer takes Arrow, or materialised in Spark (what a batch Spark estimates as large takes)."""
     if request.param == "materialised":
         monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)

@@ -132,7 +132,7 @@ def test_an_append_that_replaces_its_window_is_refused_on_an_append_only_table(s
 
 def test_a_table_a_load_creates_has_no_property_open_source_delta_refuses(spark, dataset):
     """The delta-spark writer alters tables either writer made; Delta refuses unknown `delta.` keys."""
-    from airflow_provider_deltamerge.spec.table_properties import DATABRICKS_ONLY
+    from airflow_provider_deltamerge.model.table_properties import DATABRICKS_ONLY
 
     info = load(spark, dataset, ROWS)
     assert not set(configuration(info.table_path)) & set(DATABRICKS_ONLY)

@@ -10,7 +10,7 @@ import pytest
 
 from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.load import run_request
-from airflow_provider_deltamerge.spec.request import LoadRequest
+from airflow_provider_deltamerge.model.request import LoadRequest
 
 pytestmark = pytest.mark.spark
 

@@ -9,8 +9,9 @@ import logging
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import BatchTooLargeError, run_load, staged_arrow
+from airflow_provider_deltamerge import BatchTooLargeError, run_load
 from airflow_provider_deltamerge.delta import arrow_stream, delta_rs, driver_budget, unique_keys
+from airflow_provider_deltamerge.load import staged_arrow
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]
 

@@ -206,8 +206,8 @@ def test_every_airflow_run_type_has_a_window_rule():
     """Each of Airflow's DagRunType values maps to a rule (a run type added by Airflow fails here)."""
     from airflow.utils.types import DagRunType
 
-    from airflow_provider_deltamerge.spec.run import RunContext
-    from airflow_provider_deltamerge.spec.window import resolve_window
+    from airflow_provider_deltamerge.model.run import RunContext
+    from airflow_provider_deltamerge.model.window import resolve_window
 
     expected = {
         "scheduled": "schedule-period",

@@ -29,11 +29,11 @@ from airflow_provider_deltamerge.delta.spark_sql import (
 from airflow_provider_deltamerge.delta.store import read_commits, read_loads
 from airflow_provider_deltamerge.delta.writer import CommitRequest
 from airflow_provider_deltamerge.errors import ConfigError, ConflictError
+from airflow_provider_deltamerge.model.delta_jars import ENV_VAR
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation, plan_load
 from airflow_provider_deltamerge.plan.scd2 import Scd2Settings, plan_scd2
-from airflow_provider_deltamerge.spec.delta_jars import ENV_VAR
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 from tests.helpers import read_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]

@@ -9,8 +9,8 @@ import pytest
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.cli.commands import load_arguments
 from airflow_provider_deltamerge.cli.parser import build_parser
+from airflow_provider_deltamerge.model.request import LoadRequest
 from airflow_provider_deltamerge.operators.merge import DeltaMergeOperator
-from airflow_provider_deltamerge.spec.request import LoadRequest
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, Incremental, LoadRequest
-from airflow_provider_deltamerge.spec.change_feed import Commit, range_problem, version_window
-from airflow_provider_deltamerge.spec.run import RunContext
-from airflow_provider_deltamerge.spec.sources import parse_source
+from airflow_provider_deltamerge.model.change_feed import Commit, range_problem, version_window
+from airflow_provider_deltamerge.model.run import RunContext
+from airflow_provider_deltamerge.model.sources import parse_source
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge import ConfigError, LoadRequest
-from airflow_provider_deltamerge.spec.columns import (
+from airflow_provider_deltamerge.model.columns import (
     merged_columns,
     parse_column_schema,
     storage_type,
     variant_name,
 )
-from airflow_provider_deltamerge.spec.contract import SchemaContract, tightened
+from airflow_provider_deltamerge.model.contract import SchemaContract, tightened
 
 
 def column(hints, name="c"):

@@ -7,14 +7,7 @@ import os
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spark import jit_options
-from airflow_provider_deltamerge.spark.session import (
-    LOCAL_SESSION_CONF,
-    SMALL_BATCH_CONF,
-    local_session_conf,
-    python_conf,
-)
-from airflow_provider_deltamerge.spec.delta_jars import (
+from airflow_provider_deltamerge.model.delta_jars import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
     ENV_VAR,
@@ -22,6 +15,13 @@ from airflow_provider_deltamerge.spec.delta_jars import (
     delta_jars_from_env,
     merge_spark_conf,
     parse_delta_jars,
+)
+from airflow_provider_deltamerge.spark import jit_options
+from airflow_provider_deltamerge.spark.session import (
+    LOCAL_SESSION_CONF,
+    SMALL_BATCH_CONF,
+    local_session_conf,
+    python_conf,
 )
 
 DELTA_SQL = {"spark.sql.extensions": DELTA_EXTENSION, "spark.sql.catalog.spark_catalog": DELTA_CATALOG}

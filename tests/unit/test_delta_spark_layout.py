@@ -12,8 +12,8 @@ from pyspark.sql import types as T
 
 from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkSnapshot, DeltaSparkWriter, TableRef
 from airflow_provider_deltamerge.delta.writer import TableLayout
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.merge import plan_load
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 from tests.unit.test_delta_spark_translation import (
     DATA,
     REQUEST,

@@ -12,7 +12,7 @@ import pytest
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter
 from airflow_provider_deltamerge.delta.optimize_claim import CLAIM_PROPERTY
-from airflow_provider_deltamerge.spec.table_properties import SUPPORTED, check_table_properties, differing
+from airflow_provider_deltamerge.model.table_properties import SUPPORTED, check_table_properties, differing
 from tests.unit.test_delta_spark_translation import DeltaStandIn, Frame, Session
 
 # The `delta.` table configurations of open-source Delta's DeltaConfigs (DeltaConfig.scala), as Delta

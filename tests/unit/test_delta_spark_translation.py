@@ -47,12 +47,12 @@ from airflow_provider_deltamerge.delta.writer import (
     write_metrics,
 )
 from airflow_provider_deltamerge.errors import ConflictError
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import And, Cmp, Col, Lit
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation, plan_load
 from airflow_provider_deltamerge.plan.pruning import KeyRange, bounded
 from airflow_provider_deltamerge.plan.scd2 import Scd2Settings, plan_scd2
 from airflow_provider_deltamerge.plan.scd2_feed import plan_scd2_events
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 
 UTC = timezone.utc
 B = datetime(2024, 4, 9, 18, 27, 53, 734235, tzinfo=UTC)

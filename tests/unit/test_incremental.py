@@ -8,8 +8,8 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spec.backfill import backfill_windows, parse_every
-from airflow_provider_deltamerge.spec.incremental import Incremental, coerce_bound, cursor_state, json_safe
+from airflow_provider_deltamerge.model.backfill import backfill_windows, parse_every
+from airflow_provider_deltamerge.model.incremental import Incremental, coerce_bound, cursor_state, json_safe
 
 UTC = timezone.utc
 

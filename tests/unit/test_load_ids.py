@@ -1,12 +1,12 @@
-"""Load ids (spec/run.py): dlt's form, unique and increasing however fast they are made."""
+"""Load ids (model/run.py): dlt's form, unique and increasing however fast they are made."""
 
 from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from airflow_provider_deltamerge.spec import run
-from airflow_provider_deltamerge.spec.run import new_load_id, txn_version
+from airflow_provider_deltamerge.model import run
+from airflow_provider_deltamerge.model.run import new_load_id, txn_version
 
 
 def test_ids_made_back_to_back_in_threads_are_all_different_and_increase_in_each_thread():

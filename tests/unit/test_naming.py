@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spec.naming import direct, naming_convention, normalize_columns, snake_case
-from airflow_provider_deltamerge.spec.request import LoadRequest, check_table_name
+from airflow_provider_deltamerge.model.naming import direct, naming_convention, normalize_columns, snake_case
+from airflow_provider_deltamerge.model.request import LoadRequest, check_table_name
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_a_table_name_that_is_not_one_folder_is_refused_before_the_naming_conven
 
 def test_names_equal_ignoring_case_are_refused_naming_both():
     from airflow_provider_deltamerge.errors import ColumnNameError
-    from airflow_provider_deltamerge.spec.naming import check_distinct_names
+    from airflow_provider_deltamerge.model.naming import check_distinct_names
 
     with pytest.raises(ColumnNameError) as raised:
         normalize_columns(["ID", "id"], direct, "orders")
@@ -155,7 +155,7 @@ def test_names_equal_ignoring_case_are_refused_naming_both():
 
 
 def test_backticked_names_parse_as_one_column_in_spark_sql():
-    from airflow_provider_deltamerge.spec.naming import backticked
+    from airflow_provider_deltamerge.model.naming import backticked
 
     assert backticked("a.b") == "`a.b`"
     assert backticked("a`b") == "`a``b`"
@@ -164,7 +164,7 @@ def test_backticked_names_parse_as_one_column_in_spark_sql():
 @pytest.mark.parametrize("name", ["a b", "a,b", "a;b", "a{b", "a}b", "a(b", "a)b", "a=b", "a\tb", "a\nb"])
 def test_a_name_delta_does_not_allow_is_refused(name):
     from airflow_provider_deltamerge.errors import InvalidColumnNameError
-    from airflow_provider_deltamerge.spec.naming import check_storable_names
+    from airflow_provider_deltamerge.model.naming import check_storable_names
 
     with pytest.raises(InvalidColumnNameError) as raised:
         check_storable_names("orders", ["id", name])

@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spec.naming import snake_case
-from airflow_provider_deltamerge.spec.normalize import RowNormalizer, coerce
-from airflow_provider_deltamerge.spec.request import LoadRequest
+from airflow_provider_deltamerge.model.naming import snake_case
+from airflow_provider_deltamerge.model.request import LoadRequest
+from airflow_provider_deltamerge.spark.normalize import RowNormalizer, coerce
 
 
 def rows(data, **settings):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 
 from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import Case, Col, Lit, render
 from airflow_provider_deltamerge.plan.merge import plan_load
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 from tests.unit.test_delta_spark_translation import builder_calls
 
 UPSERT = WriteDisposition.parse({"disposition": "merge", "strategy": "upsert"})
@@ -85,8 +85,8 @@ def test_case_renders_in_both_dialects():
 def test_the_arguments_travel_through_the_request_json_the_operator_and_the_load_command():
     from airflow_provider_deltamerge.cli.commands import load_arguments
     from airflow_provider_deltamerge.cli.parser import build_parser
+    from airflow_provider_deltamerge.model.request import LoadRequest
     from airflow_provider_deltamerge.operators.merge import DeltaMergeOperator
-    from airflow_provider_deltamerge.spec.request import LoadRequest
 
     arguments = {
         "dataset": "/tmp/d",
@@ -200,7 +200,7 @@ def test_a_sequence_of_two_columns_is_kept_per_value_and_compared_in_order():
 
 
 def test_the_system_columns_of_a_values_sequence_name_their_column_and_part():
-    from airflow_provider_deltamerge.spec.null_updates import sequence_owner, sequences_of
+    from airflow_provider_deltamerge.model.null_updates import sequence_owner, sequences_of
 
     assert sequences_of("a", 3) == ("_dlt_sequence_of_a", "_dlt_sequence_2_of_a", "_dlt_sequence_3_of_a")
     named = {"_dlt_sequence_of_2_of_x": ("2_of_x", 1), "_dlt_sequence_12_of_of_": ("of_", 12)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import SOURCE, TARGET, Col, Lit, Not, eq, same
 from airflow_provider_deltamerge.plan.merge import (
     ACTION,
@@ -13,7 +14,6 @@ from airflow_provider_deltamerge.plan.merge import (
     SourceShape,
     plan_load,
 )
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition
 
 APPEND = WriteDisposition.parse("append")
 REPLACE = WriteDisposition.parse("replace")

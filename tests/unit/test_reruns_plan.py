@@ -15,10 +15,10 @@ import pytest
 
 from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
 from airflow_provider_deltamerge.delta.spark_sql import render_spark
+from airflow_provider_deltamerge.model.options import WriteDisposition
+from airflow_provider_deltamerge.model.run import RunContext
 from airflow_provider_deltamerge.plan import reruns
 from airflow_provider_deltamerge.plan.expressions import Cmp, Col, Lit, render
-from airflow_provider_deltamerge.spec.options import WriteDisposition
-from airflow_provider_deltamerge.spec.run import RunContext
 
 APPEND = WriteDisposition.parse("append")
 OUTCOMES = ("succeeds", "stops_after_commit", "stops_before_commit")

@@ -8,13 +8,13 @@ import pytest
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
 from airflow_provider_deltamerge.delta.spark_sql import SparkSqlDialect
+from airflow_provider_deltamerge.model import track_history
+from airflow_provider_deltamerge.model.null_updates import subject_columns
+from airflow_provider_deltamerge.model.request import LoadRequest
 from airflow_provider_deltamerge.plan.expressions import render
 from airflow_provider_deltamerge.plan.scd2 import Scd2Settings
 from airflow_provider_deltamerge.plan.scd2_feed import plan_scd2_events
 from airflow_provider_deltamerge.plan.scd2_history import plan_scd2_history
-from airflow_provider_deltamerge.spec import track_history
-from airflow_provider_deltamerge.spec.null_updates import subject_columns
-from airflow_provider_deltamerge.spec.request import LoadRequest
 
 SCD2 = {"disposition": "merge", "strategy": "scd2"}
 

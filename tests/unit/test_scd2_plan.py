@@ -7,13 +7,13 @@ from datetime import date, datetime, timezone
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.model.naming import direct, snake_case
+from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition, validate_disposition
+from airflow_provider_deltamerge.model.run import load_time
+from airflow_provider_deltamerge.model.scd2 import Scd2Options, parse_timestamp, validate_options
 from airflow_provider_deltamerge.plan.expressions import render, standard_string
 from airflow_provider_deltamerge.plan.merge import ACTION, Operation, SourceShape
 from airflow_provider_deltamerge.plan.scd2 import RETIRE_AT, Scd2Settings, plan_scd2
-from airflow_provider_deltamerge.spec.naming import direct, snake_case
-from airflow_provider_deltamerge.spec.options import TableHints, WriteDisposition, validate_disposition
-from airflow_provider_deltamerge.spec.run import load_time
-from airflow_provider_deltamerge.spec.scd2 import Scd2Options, parse_timestamp, validate_options
 
 UTC = timezone.utc
 B = datetime(2024, 4, 9, 18, 27, 53, 734235, tzinfo=UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spec.request import LoadRequest
-from airflow_provider_deltamerge.spec.secrets import (
+from airflow_provider_deltamerge.model.request import LoadRequest
+from airflow_provider_deltamerge.model.secrets import (
     command_line_secrets,
     credential_values,
     is_credential_key,

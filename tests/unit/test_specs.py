@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError, DeltaMergeError
-from airflow_provider_deltamerge.spec.checks import key_tuple
-from airflow_provider_deltamerge.spec.naming import direct, snake_case
-from airflow_provider_deltamerge.spec.options import (
+from airflow_provider_deltamerge.model.checks import key_tuple
+from airflow_provider_deltamerge.model.naming import direct, snake_case
+from airflow_provider_deltamerge.model.options import (
     TableHints,
     WriteDisposition,
     parse_columns,
     resolve_hints,
 )
-from airflow_provider_deltamerge.spec.run import RunContext
+from airflow_provider_deltamerge.model.run import RunContext
 
 
 def config_error(call, *args, **kwargs) -> ConfigError:

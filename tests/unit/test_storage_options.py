@@ -8,7 +8,7 @@ import json
 import pytest
 
 from airflow_provider_deltamerge import ConfigError, LoadRequest
-from airflow_provider_deltamerge.spec.storage import (
+from airflow_provider_deltamerge.model.storage import (
     check_storage_options,
     delta_rs_options,
     hadoop_settings,

@@ -9,9 +9,9 @@ import pytest
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.delta.spark_sql import set_properties_sql, write_options
 from airflow_provider_deltamerge.delta.writer import CommitRequest
+from airflow_provider_deltamerge.model.request import LoadRequest
+from airflow_provider_deltamerge.model.table_properties import check_table_properties, differing
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation
-from airflow_provider_deltamerge.spec.request import LoadRequest
-from airflow_provider_deltamerge.spec.table_properties import check_table_properties, differing
 
 
 def test_values_become_delta_text():

@@ -8,12 +8,12 @@ import pytest
 
 from airflow_provider_deltamerge import ConfigError, LoadRequest
 from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.model.options import TableHints
+from airflow_provider_deltamerge.model.track_history import events_table, tracked_columns
 from airflow_provider_deltamerge.plan.expressions import render
 from airflow_provider_deltamerge.plan.merge import Operation, SourceShape
 from airflow_provider_deltamerge.plan.scd2 import Scd2Settings
 from airflow_provider_deltamerge.plan.scd2_history import HELPERS, plan_scd2_history
-from airflow_provider_deltamerge.spec.options import TableHints
-from airflow_provider_deltamerge.spec.track_history import events_table, tracked_columns
 from tests.unit.test_delta_spark_translation import builder_calls, copies
 
 SCD2 = {"disposition": "merge", "strategy": "scd2"}

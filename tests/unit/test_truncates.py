@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from airflow_provider_deltamerge.delta.spark_sql import render_spark
+from airflow_provider_deltamerge.load.truncates import against_truncates, split
+from airflow_provider_deltamerge.model.cdc import event_metrics
+from airflow_provider_deltamerge.model.options import TableHints
 from airflow_provider_deltamerge.plan.cdc import not_newer_than
-from airflow_provider_deltamerge.spec.cdc import event_metrics
-from airflow_provider_deltamerge.spec.options import TableHints
-from airflow_provider_deltamerge.truncate_load import against_truncates, split
 
 KEY, SEQUENCE = ("id",), ("_dlt_sequence", "_dlt_sequence_2")
 

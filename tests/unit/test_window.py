@@ -8,9 +8,9 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
-from airflow_provider_deltamerge.spec.incremental import Incremental
-from airflow_provider_deltamerge.spec.run import RunContext
-from airflow_provider_deltamerge.spec.window import Window, resolve_window
+from airflow_provider_deltamerge.model.incremental import Incremental
+from airflow_provider_deltamerge.model.run import RunContext
+from airflow_provider_deltamerge.model.window import Window, resolve_window
 
 UTC = timezone.utc
 NOW = datetime(2024, 3, 10, 12, 0, tzinfo=UTC)

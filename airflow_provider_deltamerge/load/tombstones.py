@@ -1,6 +1,6 @@
 """Change events against the table's tombstones (`apply_as_deletes`, docs/CDC.md), in a load's commit step.
 
-Each attempt of a load's commit (load.py plans again when another writer committed first):
+Each attempt of a load's commit (load/__init__.py plans again when another writer committed first):
 1. `against_tombstones`: the tombstones read, those that count kept (written by a load whose commit of
    the table landed, within the retention), and the staged events not newer than their key's tombstone
    dropped, so they neither insert nor update a row;
@@ -18,7 +18,7 @@ versions they fall into like the batch's own (spark/scd2_feed.py); step 2 writes
 not remembered yet.
 
 A truncate (`apply_as_truncates`) is a tombstone of the whole table, its key columns null
-(truncate_load.py).
+(load/truncates.py).
 """
 
 from __future__ import annotations
@@ -30,17 +30,17 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import null_update_tombstones, truncate_load
-from .delta.delta_rs import spark_to_arrow
-from .delta.store import HISTORY_DEPTH, StoreSnapshot
-from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
-from .plan.merge import HARD_DELETE_FLAG
-from .spark import cdc
-from .spark.names import col, cols
-from .spec import null_updates
-from .spec.cdc import TOMBSTONE_LOAD_ID, event_key, sequence_columns, tombstones_table
-from .spec.naming import table_path
-from .spec.request import LoadRequest
+from ..delta.delta_rs import spark_to_arrow
+from ..delta.store import HISTORY_DEPTH, StoreSnapshot
+from ..delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
+from ..model import null_updates
+from ..model.cdc import TOMBSTONE_LOAD_ID, event_key, sequence_columns, tombstones_table
+from ..model.naming import table_path
+from ..model.request import LoadRequest
+from ..plan.merge import HARD_DELETE_FLAG
+from ..spark import cdc
+from ..spark.names import col, cols
+from . import null_update_tombstones, truncates
 
 NEVER = datetime(1970, 1, 1, tzinfo=timezone.utc)  # scd2's cutoff: no delete is ever expired
 
@@ -77,12 +77,12 @@ def against_tombstones(
         if tombstones:
             staged = _with_remembered_deletes(spark, staged, tombstones, key, sequence)
         return EventsAgainstTombstones(staged, read, cutoff, remembered=remembered)
-    tombstones, remembered = truncate_load.split(tombstones, key, sequence)  # a truncate: a null key
+    tombstones, remembered = truncates.split(tombstones, key, sequence)  # a truncate: a null key
     if hints.apply_as_truncates:
-        staged = truncate_load.with_typed_key(staged, read, key)
+        staged = truncates.with_typed_key(staged, read, key)
     if tombstones:
         staged = _without_tombstoned(spark, staged, tombstones, key, sequence)
-    staged, truncate = truncate_load.against_truncates(staged, remembered, key, sequence)
+    staged, truncate = truncates.against_truncates(staged, remembered, key, sequence)
     newest_truncate = truncate if truncate is not None else remembered
     if null_updates.active(hints) and (tombstones or newest_truncate is not None):
         # partial updates: the values older than a tombstone of their key, or a truncate, go too
@@ -133,7 +133,7 @@ def _delete_events(staged, columns: list[str]) -> pa.Table:
 
 
 def _newest_deletes_and_truncate(staged, hints, columns: list[str]) -> pa.Table:
-    """Partial updates: each key's newest delete in the batch (null_update_tombstones.py), and the
+    """Partial updates: each key's newest delete in the batch (load/null_update_tombstones.py), and the
     batch's truncate where it applies (staging flags it after the keys' deletes are taken)."""
     parts = []
     if hints.apply_as_deletes:

@@ -3,7 +3,7 @@ load's commit step.
 
 A truncate is remembered as a tombstone of the whole table: a row of the tombstone table
 (delta/tombstones.py) whose key columns are null, at the truncate's sequence, written, honoured and
-expired as the keys' tombstones are (tombstone_load.py). Staging keeps the batch's newest truncate, its
+expired as the keys' tombstones are (load/tombstones.py). Staging keeps the batch's newest truncate, its
 key nulled and flagged as a delete (spark/cdc.py), so a flagged row with a null key is the truncate. In
 each attempt of a load's commit:
 - `against_truncates`: the newest truncate, remembered or the batch's own, makes every event not newer
@@ -20,14 +20,14 @@ import dataclasses
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .delta.delta_rs import spark_to_arrow
-from .errors import ConfigError
-from .plan.merge import HARD_DELETE_FLAG
-from .spark import cdc
-from .spark.extract import arrow_to_spark
-from .spark.names import col, cols
-from .spec.cdc import EVENTS_TRUNCATED, ROWS_TRUNCATED, sequence_columns
-from .spec.request import LoadRequest
+from ..delta.delta_rs import spark_to_arrow
+from ..errors import ConfigError
+from ..model.cdc import EVENTS_TRUNCATED, ROWS_TRUNCATED, sequence_columns
+from ..model.request import LoadRequest
+from ..plan.merge import HARD_DELETE_FLAG
+from ..spark import cdc
+from ..spark.extract import arrow_to_spark
+from ..spark.names import col, cols
 
 
 def with_typed_key(staged, read, key):

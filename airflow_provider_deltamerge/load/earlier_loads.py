@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 
-from .delta import recovery, store
-from .errors import ConflictError
+from ..delta import recovery, store
+from ..errors import ConflictError
+from ..model.request import LoadRequest
+from ..plan import reruns
 from .load_info import LoadInfo
-from .plan import reruns
-from .spec.request import LoadRequest
 
 log = logging.getLogger(__name__)
 

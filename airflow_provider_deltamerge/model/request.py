@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
+from ..spark.normalize import LAYOUTS
 from .cdc import (
     DEFAULT_TOMBSTONE_RETENTION,
     check_cdc,
@@ -44,7 +45,6 @@ from .naming import (
     table_path,
     table_uri,
 )
-from .normalize import LAYOUTS
 from .null_updates import check_ignore_null_updates, check_null_updates
 from .options import (
     BACKENDS,
@@ -271,17 +271,17 @@ class LoadRequest:
     write_disposition: Any = "append"
     primary_key: Any = None
     merge_key: Any = None
-    sequence_by: Any = None  # change events: the column(s) that order them (spec/cdc.py)
+    sequence_by: Any = None  # change events: the column(s) that order them (model/cdc.py)
     column_list: Any = None  # change events: the columns stored, or
     except_column_list: Any = None  # the columns not stored
-    apply_as_deletes: str | None = None  # change events: a SQL condition marking deletes (spec/cdc.py)
-    apply_as_truncates: str | None = None  # change events: a SQL condition marking truncates (spec/cdc.py)
+    apply_as_deletes: str | None = None  # change events: a SQL condition marking deletes (model/cdc.py)
+    apply_as_truncates: str | None = None  # change events: a SQL condition marking truncates (model/cdc.py)
     tombstone_retention: Any = DEFAULT_TOMBSTONE_RETENTION  # seconds a deleted key is remembered
-    ignore_null_updates: bool = False  # change events: a null keeps the stored value (spec/null_updates.py)
+    ignore_null_updates: bool = False  # change events: a null keeps the stored value (model/null_updates.py)
     ignore_null_updates_column_list: Any = None  # in these columns only, or
     ignore_null_updates_except_column_list: Any = None  # in all non-key columns but these
     track_history_column_list: Any = None  # scd2 of events: only these columns' changes open versions, or
-    track_history_except_column_list: Any = None  # all stored columns' but these (spec/track_history.py)
+    track_history_except_column_list: Any = None  # all stored columns' but these (model/track_history.py)
     columns: Any = None
     schema_contract: Any = None
     pipeline_name: str | None = None
@@ -308,7 +308,7 @@ class LoadRequest:
     cursor: Incremental | None = _derived()  # the incremental, cursor path in the naming convention
     interval: tuple[datetime, datetime] | None = _derived()
     run: RunContext = _derived()
-    store_options: dict[str, str] | None = _derived()  # what delta-rs is handed (spec/storage.py)
+    store_options: dict[str, str] | None = _derived()  # what delta-rs is handed (model/storage.py)
 
     def __post_init__(self) -> None:
         """The one validation of a load: every argument checked and put in canonical form."""

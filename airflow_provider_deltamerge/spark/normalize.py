@@ -26,9 +26,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..errors import ColumnNameError, SourceError
-from .columns import variant_name
-from .incremental import parse_instant
-from .naming import name_key
+from ..model.columns import variant_name
+from ..model.incremental import parse_instant
+from ..model.naming import name_key
 
 LAYOUTS = ("flatten", "struct")
 SEPARATOR = "__"

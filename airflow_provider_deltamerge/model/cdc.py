@@ -219,7 +219,7 @@ def check_scd2_retention(disposition: WriteDisposition, hints: TableHints, reten
 
 def _check_event_conditions(disposition: WriteDisposition, hints: TableHints) -> None:
     """apply_as_deletes needs events (sequence_by) and stands in for hard_delete; so do truncates.
-    For scd2, every delete is remembered at its place in the history (tombstone_load.py)."""
+    For scd2, every delete is remembered at its place in the history (load/tombstones.py)."""
     if hints.apply_as_truncates:
         _check_truncates(disposition, hints)
     if not hints.apply_as_deletes:

@@ -32,13 +32,17 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .delta.child_tables import existing_child_tables, refuse_adopting_tables
-from .delta.locking import creation_lock
-from .delta.store import HISTORY_DEPTH, StoreSnapshot
-from .delta.writer import CommitRequest
-from .errors import ConfigError, ContractError, SchemaError
-from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
-from .plan.nested import (
+from ..delta.child_tables import existing_child_tables, refuse_adopting_tables
+from ..delta.locking import creation_lock
+from ..delta.store import HISTORY_DEPTH, StoreSnapshot
+from ..delta.writer import CommitRequest
+from ..errors import ConfigError, ContractError, SchemaError
+from ..model.naming import LOAD_ID, ROW_ID, check_distinct_names, naming_convention, table_path
+from ..model.options import WriteDisposition
+from ..model.request import LoadRequest
+from ..model.run import app_id, txn_version
+from ..plan.merge import HARD_DELETE_FLAG, MergePlan, Operation
+from ..plan.nested import (
     ROOT_ID,
     NestedPlan,
     check_child_tables,
@@ -46,18 +50,14 @@ from .plan.nested import (
     plan_nested,
     takes_root_key,
 )
-from .plan.reruns import replace_predicate
-from .plan.scd2 import Scd2Settings
-from .spark import frames
-from .spark.names import cols
-from .spark.nested import child_rows, column_shapes, empty_rows, root_rows
-from .spark.scd2 import VERSIONED, row_version_hash
-from .spark.schema import align_to_table
-from .spark.stage import shape_source, unflagged_rows
-from .spec.naming import LOAD_ID, ROW_ID, check_distinct_names, naming_convention, table_path
-from .spec.options import WriteDisposition
-from .spec.request import LoadRequest
-from .spec.run import app_id, txn_version
+from ..plan.reruns import replace_predicate
+from ..plan.scd2 import Scd2Settings
+from ..spark import frames
+from ..spark.names import cols
+from ..spark.nested import child_rows, column_shapes, empty_rows, root_rows
+from ..spark.scd2 import VERSIONED, row_version_hash
+from ..spark.schema import align_to_table
+from ..spark.stage import shape_source, unflagged_rows
 
 log = logging.getLogger(__name__)
 

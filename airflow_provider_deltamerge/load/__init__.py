@@ -1,7 +1,7 @@
 """run_load: one load, top to bottom in the order it happens, wherever it runs (local Spark,
 spark-submit, Spark Connect). This module never imports Airflow.
 
-1. request   the arguments, validated once (`spec.request.LoadRequest`)
+1. request   the arguments, validated once (`model.request.LoadRequest`)
 2. store     `_dlt_loads` and `_dlt_pipeline_state` read once; commits that landed unrecorded are
              recorded; a retry whose earlier attempt committed, or a load id loaded before, returns;
              a cursor state the state table lost is taken from the table's commits
@@ -24,50 +24,42 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import (
-    earlier_loads,
-    insert_only,
-    nested_load,
-    staged_arrow,
-    tombstone_load,
-    tracked_history_load,
-    truncate_load,
-)
-from .change_feed_source import FeedReader
-from .delta import recovery, store
-from .delta.child_tables import refuse_loading_a_child_table
-from .delta.locking import creation_lock
-from .delta.properties import apply_table_properties, check_table_allows_load
-from .delta.selection import select_writer
-from .delta.writer import CommitRequest, TableLayout
-from .errors import ConfigError, ConflictError, LoadNotRecordedError
-from .load_info import LoadInfo
-from .plan import reruns
-from .plan.merge import Operation, SourceShape, plan_load
-from .plan.pruning import bounded
-from .plan.scd2 import Scd2Settings
-from .plan.scd2_feed import FeedScope
-from .spark import scd2_history
-from .spark.extract import check_data, source_reader
-from .spark.python_rows import extracted
-from .spark.scd2 import stage_scd2
-from .spark.scd2_feed import (
+from ..delta import recovery, store
+from ..delta.child_tables import refuse_loading_a_child_table
+from ..delta.locking import creation_lock
+from ..delta.properties import apply_table_properties, check_table_allows_load
+from ..delta.selection import select_writer
+from ..delta.writer import CommitRequest, TableLayout
+from ..errors import ConfigError, ConflictError, LoadNotRecordedError
+from ..model import null_updates, track_history
+from ..model.cdc import Scd2EventCounts, event_metrics
+from ..model.request import LoadRequest
+from ..model.run import app_id, new_load_id, txn_version
+from ..model.sources import is_change_feed
+from ..model.storage import hadoop_settings
+from ..plan import reruns
+from ..plan.merge import Operation, SourceShape, plan_load
+from ..plan.pruning import bounded
+from ..plan.scd2 import Scd2Settings
+from ..plan.scd2_feed import FeedScope
+from ..spark import scd2_history
+from ..spark.extract import check_data, source_reader
+from ..spark.python_rows import extracted
+from ..spark.scd2 import stage_scd2
+from ..spark.scd2_feed import (
     stage_scd2_events,
     versions_closed_by_deletes,
     versions_split,
     written_versions_closed_by_deletes,
 )
-from .spark.schema import align_to_table
-from .spark.schema_steps import shape_to_schema, stored_column_schema
-from .spark.stage import shape_source, stage_batch
-from .spark.storage import set_hadoop_settings
-from .spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
-from .spec import null_updates, track_history
-from .spec.cdc import Scd2EventCounts, event_metrics
-from .spec.request import LoadRequest
-from .spec.run import app_id, new_load_id, txn_version
-from .spec.sources import is_change_feed
-from .spec.storage import hadoop_settings
+from ..spark.schema import align_to_table
+from ..spark.schema_steps import shape_to_schema, stored_column_schema
+from ..spark.stage import shape_source, stage_batch
+from ..spark.storage import set_hadoop_settings
+from ..spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
+from . import earlier_loads, insert_only, nested_tables, staged_arrow, tombstones, tracked_history, truncates
+from .change_feed_source import FeedReader
+from .load_info import LoadInfo
 from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
 
 log = logging.getLogger(__name__)
@@ -95,7 +87,7 @@ def run_load(data, *, spark=None, **arguments) -> LoadInfo:
     """
     request = LoadRequest.create(**arguments)
     if spark is None:
-        from .spark.session import default_session
+        from ..spark.session import default_session
 
         spark = default_session()
     return execute(spark, request, data)
@@ -134,7 +126,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
     earlier = reruns.earlier_loads_of_run(request.run, recorded)
     table = writer.snapshot(spark, request.table_path)
-    child_tables = nested_load.child_tables_on_storage(request)
+    child_tables = nested_tables.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)
     opened = _open_window(request, table, _cursor_state(request, stored, commits), data)
     to_finish = reruns.load_to_finish(request.disposition, earlier, opened.window if opened else None)
@@ -152,7 +144,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
     staged = _stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
-    staged, nested = nested_load.split_nested(
+    staged, nested = nested_tables.split_nested(
         spark, writer, request, staged, child_tables, load_id, replace_where, table is not None
     )
     steps.step(
@@ -196,12 +188,12 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
 
 
 def _load_id(request: LoadRequest, stored: store.StoreSnapshot, writer, child_tables) -> tuple[str, tuple]:
-    """The load's id, and the attempts of its run that committed child tables only (`nested_load`): a
+    """The load's id, and the attempts of its run that committed child tables only (`nested_tables`): a
     new id, after theirs too (Delta's txn versions of one stream only grow), unless the request names
     one."""
     if request.load_id:
         return request.load_id, ()
-    interrupted = nested_load.interrupted_loads(request, stored, writer, child_tables)
+    interrupted = nested_tables.interrupted_loads(request, stored, writer, child_tables)
     newest = max([stored.newest_load_id() or "0", *interrupted], key=float)
     return new_load_id(after=newest), interrupted
 
@@ -214,7 +206,7 @@ def _backoff(attempt: int) -> float:
 
 
 def _open_window(request: LoadRequest, table, stored_state: dict | None, data):
-    """The load's window: in upstream versions for a change feed (change_feed_source.py)."""
+    """The load's window: in upstream versions for a change feed (load/change_feed_source.py)."""
     if isinstance(data, FeedReader):
         return data.open_window(stored_state)
     return open_load_window(request, table, stored_state)
@@ -236,14 +228,14 @@ class _StagedLoad:
     request: LoadRequest
     load_id: str
     staged: Any  # spark.stage.StagedBatch
-    window: Any  # spec.window.Window or None
+    window: Any  # model.window.Window or None
     new_state: dict | None
     stored: store.StoreSnapshot
     steps: StepLog
     schema: Any  # spark.schema_steps.SchemaStep
-    nested: Any = None  # nested_load.NestedBatch: the child tables, committed before this table
+    nested: Any = None  # nested_tables.NestedBatch: the child tables, committed before this table
     superseded: tuple[str, ...] = ()  # loads whose rows this one replaces (plan/reruns.py)
-    interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_load)
+    interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_tables)
 
     @property
     def window_dict(self) -> dict | None:
@@ -253,10 +245,10 @@ class _StagedLoad:
 def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
-    staged = load.staged  # change events: less those older than their key's tombstone (tombstone_load)
-    events = tombstone_load.against_tombstones(spark, writer, request, staged, load_id, load.stored)
+    staged = load.staged  # change events: less those older than their key's tombstone (tombstones)
+    events = tombstones.against_tombstones(spark, writer, request, staged, load_id, load.stored)
     staged = events.staged if events is not None else staged
-    kept = tracked_history_load.with_kept_events(spark, writer, request, staged, load_id, load.stored)
+    kept = tracked_history.with_kept_events(spark, writer, request, staged, load_id, load.stored)
     staged = kept.staged if kept is not None else staged  # tracked columns: and their keys' kept events
     truncate = events.truncate if events is not None else None  # a truncate event newer than the table's
     staged, plan = _plan(spark, staged, request, table, load_id, _replace_where(writer, load), truncate)
@@ -283,7 +275,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     if staged.arrow is not None:
         source = staged_arrow.source_rows(staged.arrow, plan)
     elif plan.source is SourceShape.SCD2_HISTORY:
-        rebuilt = tracked_history_load.rebuilt(staged.df, target_keys, plan, request, load_id)
+        rebuilt = tracked_history.rebuilt(staged.df, target_keys, plan, request, load_id)
         source = scd2_history.merge_source(rebuilt, plan.operation is Operation.MERGE)
     else:
         source = shape_source(staged.df, plan, target_keys)
@@ -294,7 +286,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     }
     if load.nested is not None:
         insert_only.check_before_child_tables(spark, writer, table, plan, source)
-        metadata["tables"] = nested_load.commit_child_tables(spark, writer, load, table, plan, checkpoint)
+        metadata["tables"] = nested_tables.commit_child_tables(spark, writer, load, table, plan, checkpoint)
     stream = app_id(request.pipeline, request.table, request.run, load_id)
     commit = CommitRequest(
         load_id,
@@ -306,16 +298,18 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     scd2_counts = _scd2_event_counts(request, plan, source, staged.df, rebuilt)
-    truncated = truncate_load.truncate_metrics(spark, writer, table, staged, truncate, request)
-    tombstones = {}
+    truncated = truncates.truncate_metrics(spark, writer, table, staged, truncate, request)
+    tombstone_metrics = {}
     if events is not None:  # before the table's commit, the load's commit point
-        tombstones = tombstone_load.commit_tombstones(events, request, load_id)
+        tombstone_metrics = tombstones.commit_tombstones(events, request, load_id)
         checkpoint("after_tombstones")
     if kept is not None and rebuilt is not None:  # also before the table's commit
-        tracked_history_load.commit_kept_events(kept, rebuilt.events_to_keep, request, load_id)
+        tracked_history.commit_kept_events(kept, rebuilt.events_to_keep, request, load_id)
         checkpoint("after_events")
     if scd2_counts is not None:  # scd2's deletes applied: those remembered for the first time
-        scd2_counts = dataclasses.replace(scd2_counts, deletes=tombstones.get("numTombstonesWritten", 0))
+        scd2_counts = dataclasses.replace(
+            scd2_counts, deletes=tombstone_metrics.get("numTombstonesWritten", 0)
+        )
     checkpoint("commit")
     result = insert_only.commit(spark, writer, request.table_path, table, plan, source, commit)
     if result.already_applied:  # this load id committed already: see earlier_loads.applied_by_another
@@ -332,7 +326,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "window_start": (window or {}).get("start"),
         "window_end": (window or {}).get("end"),
     }
-    metrics = nested_load.with_table_metrics(metrics, request.table, result, metadata.get("tables"))
+    metrics = nested_tables.with_table_metrics(metrics, request.table, result, metadata.get("tables"))
     record = store.LoadRecord(
         load_id,
         request.pipeline,
@@ -421,7 +415,7 @@ def _stage(
     spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where, schema
 ):
     """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
-    commit takes the staged rows (staged_arrow.py), else materialised in Spark."""
+    commit takes the staged rows (load/staged_arrow.py), else materialised in Spark."""
     collect = staged_arrow.staging_collection(
         spark, writer, request, batch, table, replace_where, child_tables
     )

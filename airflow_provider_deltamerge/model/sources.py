@@ -7,7 +7,7 @@ A source spec is a small JSON-only dict, so it can travel inside a LoadRequest t
 - SQL:      ``{"sql": "SELECT * FROM landing.flights WHERE time_hour >= :window_start"}``
 - callable: ``{"callable": "my_package.sources:flights"}``, called as ``fn(spark, window)``
 - change feed: ``{"delta_changes": "s3://lake/bronze/orders"}``, the changes of an upstream Delta table
-  between two of its versions (`spec.change_feed`; read with delta-rs, the load's storage options)
+  between two of its versions (`model.change_feed`; read with delta-rs, the load's storage options)
 
 A plain string is read as a callable when it looks like ``module.path:function``, as a table name
 when it is a dotted identifier, and as SQL otherwise.

@@ -17,9 +17,9 @@ import logging
 import time
 from typing import Any
 
-from .delta.spark_sql import render_spark
-from .plan.merge import MergePlan
-from .spec.secrets import redacted
+from ..delta.spark_sql import render_spark
+from ..model.secrets import redacted
+from ..plan.merge import MergePlan
 
 log = logging.getLogger("airflow_provider_deltamerge.load")
 

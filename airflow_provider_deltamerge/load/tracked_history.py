@@ -1,6 +1,6 @@
-"""The kept events of an scd2 history with tracked columns (spec/track_history.py), in a load's commit step.
+"""The kept events of an scd2 history with tracked columns (model/track_history.py), in a load's commit step.
 
-Each attempt of a load's commit (load.py plans again when another writer committed first):
+Each attempt of a load's commit (load/__init__.py plans again when another writer committed first):
 1. `with_kept_events`: the companion table `_dlt_events_<table>` read for the batch's merge keys, and the
    events that count (written by a load whose commit of the table landed, as tombstones count:
    delta/tombstones.py's `honoured`) joined to the staged events, marked KEPT;
@@ -23,18 +23,18 @@ from dataclasses import dataclass
 
 from pyspark.sql import functions as F
 
-from .delta.delta_rs import spark_to_arrow
-from .delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
-from .plan.merge import HARD_DELETE_FLAG, Operation
-from .plan.scd2 import Scd2Settings
-from .spark import scd2_history
-from .spark.extract import arrow_to_spark
-from .spark.names import col, cols
-from .spec import track_history
-from .spec.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT, sequence_columns
-from .spec.naming import table_path
-from .spec.request import LoadRequest
-from .tombstone_load import NEVER, completed_loads
+from ..delta.delta_rs import spark_to_arrow
+from ..delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
+from ..model import track_history
+from ..model.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT, sequence_columns
+from ..model.naming import table_path
+from ..model.request import LoadRequest
+from ..plan.merge import HARD_DELETE_FLAG, Operation
+from ..plan.scd2 import Scd2Settings
+from ..spark import scd2_history
+from ..spark.extract import arrow_to_spark
+from ..spark.names import col, cols
+from .tombstones import NEVER, completed_loads
 
 
 @dataclass(frozen=True)

@@ -36,19 +36,19 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .delta import unique_keys
-from .delta.arrow_stream import collected
-from .nested_load import plan_without_child_tables
-from .plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
-from .spark import driver_row_ids
-from .spark.codegen import small_batch_codegen
-from .spark.extract import arrow_to_spark
-from .spark.nested import root_rows
-from .spark.profile import estimated_bytes, observes_in_pass
-from .spark.schema import align_to_table
-from .spark.stage import StagedBatch, row_id_key
-from .spec.naming import ROW_ID
-from .spec.request import LoadRequest
+from ..delta import unique_keys
+from ..delta.arrow_stream import collected
+from ..model.naming import ROW_ID
+from ..model.request import LoadRequest
+from ..plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
+from ..spark import driver_row_ids
+from ..spark.codegen import small_batch_codegen
+from ..spark.extract import arrow_to_spark
+from ..spark.nested import root_rows
+from ..spark.profile import estimated_bytes, observes_in_pass
+from ..spark.schema import align_to_table
+from ..spark.stage import StagedBatch, row_id_key
+from .nested_tables import plan_without_child_tables
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ Pure: no Spark, no Airflow, no I/O. Rules, first match wins:
 - manual-from-cursor: a manual, operator- or asset-triggered run without conf: from the stored last value (or
   initial_value) to now, stateful.
 
-Backfills cut a long range into consecutive windows (`spec.backfill`), one task window each.
+Backfills cut a long range into consecutive windows (`model.backfill`), one task window each.
 
 Windows from the run (conf, interval, period) are half-open and stateless: they do no boundary dedup, and
 the cursor state they leave behind never moves backwards (see cursor.next_state).

@@ -81,7 +81,8 @@ class WriteDisposition:
 
 
 def parse_columns(columns: Any) -> dict[str, ColumnSchema]:
-    """Validate `columns` (dlt's column schema, see `spec.columns`): {column: {"dedup_sort": "desc", ...}}."""
+    """Validate `columns` (dlt's column schema, see `model.columns`):
+    {column: {"dedup_sort": "desc", ...}}."""
     return parse_column_schema(columns)
 
 
@@ -93,7 +94,7 @@ class TableHints:
     merge_key: tuple[str, ...] = ()
     hard_delete: str | None = None
     dedup_sort: tuple[str, str] | None = None  # (column, "asc" | "desc")
-    sequence_by: tuple[str, ...] = ()  # upsert of change events: the columns that order them (spec/cdc.py)
+    sequence_by: tuple[str, ...] = ()  # upsert of change events: the columns that order them (model/cdc.py)
     column_list: tuple[str, ...] = ()  # change events: the event columns that become table columns
     except_column_list: tuple[str, ...] = ()  # change events: the event columns that do not
     apply_as_deletes: str | None = None  # change events: a SQL condition marking a delete event

@@ -13,11 +13,11 @@ import logging
 
 import pyarrow as pa
 
-from .delta import unique_keys
-from .errors import DuplicateKeyError
-from .plan.merge import Operation
-from .spark.extract import arrow_to_spark
-from .spark.names import cols
+from ..delta import unique_keys
+from ..errors import DuplicateKeyError
+from ..plan.merge import Operation
+from ..spark.extract import arrow_to_spark
+from ..spark.names import cols
 
 log = logging.getLogger(__name__)
 

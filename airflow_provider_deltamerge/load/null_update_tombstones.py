@@ -1,4 +1,4 @@
-"""Partial updates (`ignore_null_updates`) against tombstones (`apply_as_deletes`, tombstone_load.py).
+"""Partial updates (`ignore_null_updates`) against tombstones (`apply_as_deletes`, load/tombstones.py).
 
 A staged row of partial updates carries, in each chosen column, the newest value an event of its key
 carried, and its sequence (`sequence_of`): that event may be older than the key's tombstone even where
@@ -18,10 +18,10 @@ import dataclasses
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .delta.delta_rs import spark_to_arrow
-from .spark import cdc
-from .spark.names import col, cols
-from .spec.null_updates import deleted_at, sequence_owner
+from ..delta.delta_rs import spark_to_arrow
+from ..model.null_updates import deleted_at, sequence_owner
+from ..spark import cdc
+from ..spark.names import col, cols
 
 
 def newest_deletes(staged, key, sequence) -> pa.Table:

@@ -1,21 +1,21 @@
 """A load whose source is an upstream Delta table's change data feed (``{"delta_changes": ...}``): its
 window in upstream versions, and the batch of those versions' changes as a Spark DataFrame.
 
-Beside `load.py`, not in `spark/` or `delta/`: the upstream is read with delta-rs (`delta.change_feed`)
-and its changes handed to Spark (`spark.extract.arrow_to_spark`), whichever writer commits the load.
-The rules are pure, in `spec.change_feed`.
+A step of the load, not in `spark/` or `delta/`: the upstream is read with delta-rs
+(`delta.change_feed`) and its changes handed to Spark (`spark.extract.arrow_to_spark`), whichever
+writer commits the load. The rules are pure, in `model.change_feed`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from .delta.change_feed import Upstream, check_readable, open_upstream, read_changes
-from .spark.extract import arrow_to_spark
-from .spark.window_steps import WindowContext
-from .spec.change_feed import version_window
-from .spec.sources import CHANGE_FEED
-from .spec.storage import delta_rs_options
+from ..delta.change_feed import Upstream, check_readable, open_upstream, read_changes
+from ..model.change_feed import version_window
+from ..model.sources import CHANGE_FEED
+from ..model.storage import delta_rs_options
+from ..spark.extract import arrow_to_spark
+from ..spark.window_steps import WindowContext
 
 
 class FeedReader:
@@ -34,7 +34,7 @@ class FeedReader:
         return self._upstream
 
     def open_window(self, stored_state: dict | None) -> WindowContext:
-        """The versions this load reads (`spec.change_feed.version_window`), refused where the upstream
+        """The versions this load reads (`model.change_feed.version_window`), refused where the upstream
         cannot give them."""
         now = datetime.now(timezone.utc)
         upstream = self.upstream
