@@ -18,9 +18,9 @@ from deltalake.exceptions import TableNotFoundError
 from ..delta.locking import local_path
 from ..delta.store import LOADS_TABLE, STATE_TABLE, StoreSnapshot, read_commits
 from ..errors import ConfigError
+from ..model.arguments import check_dataset
 from ..model.cdc import TOMBSTONES_PREFIX, tombstones_table
 from ..model.naming import check_folder_name, table_path
-from ..model.request import check_dataset
 
 SYSTEM_TABLES = (LOADS_TABLE, STATE_TABLE)
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, ConflictError
+from ..model.arguments import check_dataset, check_table_name
 from ..model.checks import choice, key_tuple
 from ..model.naming import check_folder_name, naming_convention, table_name_as_stored, table_path
 from ..model.options import BACKENDS
-from ..model.request import check_dataset, check_table_name
 from ..model.storage import check_storage_options, delta_rs_options
 from ..model.table_properties import LONGEST_HOURS
 from .storage import store_errors
@@ -314,7 +314,7 @@ class _DeltaRsTable:
         from .optimize_claim import claim
 
         if self.state_table:
-            from .store import compact_state_table
+            from .state_table import compact_state_table
 
             return compact_state_table(self._table)
         self._table.update_incremental()

@@ -44,7 +44,7 @@ def record_unrecorded_loads(snapshot: StoreSnapshot, request, commits) -> list[L
 
     A commit is unrecorded because its job stopped after it, or because its load, running at the same
     time as this one, is recording it right now: either way it is recorded here from its metadata, and
-    the two records of a running load end up as one row (`_write_row`).
+    the two records of a running load end up as one row (`state_table.write_row`).
     """
     recorded = {r["load_id"] for r in snapshot.loads_of(request.pipeline, request.table)}
     history = lambda: read_commits(request.table_path, None, request.store_options)  # noqa: E731

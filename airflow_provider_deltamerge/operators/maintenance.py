@@ -13,10 +13,10 @@ from airflow.providers.common.compat.sdk import AirflowFailException, BaseOperat
 from ..delta.maintenance import MaintenanceOptions
 from ..errors import ConfigError
 from ..hooks.storage import storage_options_for
+from ..model.arguments import check_dataset, check_table_name
 from ..model.checks import choice
 from ..model.naming import NAMINGS
 from ..model.options import BACKENDS
-from ..model.request import check_dataset, check_table_name
 from .lineage import DeltaLineageMixin, TableFacts, Written
 from .merge import is_templated
 

@@ -14,10 +14,11 @@ from airflow.providers.common.compat.sdk import AirflowFailException, Asset, Ass
 from ..errors import ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
 from ..hooks.storage import storage_options_for
+from ..model.arguments import ARGUMENT_CHECKS, check_dataset, check_table_name
 from ..model.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..model.contract import tightened
 from ..model.naming import table_uri
-from ..model.request import ARGUMENT_CHECKS, LoadRequest, check_dataset, check_table_name
+from ..model.request import LoadRequest
 from ..model.sources import names_change_feed
 from .context import check_overridable, data_interval_of, openlineage_spark_conf, run_context_of, split_conf
 from .lineage import DeltaLineageMixin

@@ -26,11 +26,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..errors import ColumnNameError, SourceError
+from ..model.arguments import NESTED_LAYOUTS
 from ..model.columns import variant_name
 from ..model.incremental import parse_instant
 from ..model.naming import name_key
 
-LAYOUTS = ("flatten", "struct")
+LAYOUTS = NESTED_LAYOUTS
 SEPARATOR = "__"
 UNLIMITED_NESTING = 1000  # dlt's default max_table_nesting
 _AS_TEXT_TYPES = ("json", "text")  # a dict or list in a column declared so is one value

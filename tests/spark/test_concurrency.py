@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import Incremental, load, run_load
-from airflow_provider_deltamerge.delta import arrow_stream, recovery, store
+from airflow_provider_deltamerge.delta import arrow_stream, recovery, state_table, store
 from airflow_provider_deltamerge.errors import ConflictError
 from tests.faults import InjectedFault
 from tests.helpers import read_rows
@@ -174,10 +174,10 @@ def test_twelve_appends_outside_airflow_at_once_all_land_once(spark, dataset, mo
 def test_loads_recording_themselves_while_the_state_tables_are_compacted_are_each_recorded_once(
     spark, dataset, monkeypatch
 ):
-    """With the state tables compacted after nearly every row (store.COMPACT_AT_FILES), twelve loads
+    """With the state tables compacted after nearly every row (state_table.COMPACT_AT_FILES), twelve loads
     recording at once still leave one row each: a compaction and a row write that overlap never both
     keep a copy of the same row."""
-    monkeypatch.setattr(store, "COMPACT_AT_FILES", 2)
+    monkeypatch.setattr(state_table, "COMPACT_AT_FILES", 2)
     first = append(spark, dataset, batch(0))
     with ThreadPoolExecutor(max_workers=12) as pool:
         infos = list(pool.map(lambda n: append(spark, dataset, batch(3 * n)), range(1, 13)))

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.delta import store
+from airflow_provider_deltamerge.delta import state_table, store
 from tests.helpers import read_rows, table_version
 
 LOAD_ID = re.compile(r"^\d{10}\.\d{6}$")  # epoch seconds with microseconds (LD-1)
@@ -171,9 +171,9 @@ def test_pipeline_state_newest_completed_load_wins(dataset):
 
 def test_the_state_tables_are_compacted_once_their_rows_fill_many_files(dataset, monkeypatch):
     """Each recorded row is a file of its own and every load reads both tables whole: past
-    store.COMPACT_AT_FILES files, the writer of a row compacts the table into one, and every row reads
+    state_table.COMPACT_AT_FILES files, the writer of a row compacts the table into one, and every row reads
     as it was written; a row replaced later is replaced inside the compacted file."""
-    monkeypatch.setattr(store, "COMPACT_AT_FILES", 3)
+    monkeypatch.setattr(state_table, "COMPACT_AT_FILES", 3)
 
     def record(n: int, metrics: dict) -> store.LoadRecord:
         return store.LoadRecord(f"1700000000.00000{n}", "crm", "users", n, metrics, state={"last_value": n})

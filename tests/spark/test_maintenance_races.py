@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_provider_deltamerge import ConfigError, ConflictError
-from airflow_provider_deltamerge.delta import store
+from airflow_provider_deltamerge.delta import state_table, store
 from airflow_provider_deltamerge.delta.maintenance import maintain_table
 from airflow_provider_deltamerge.delta.tombstones import read_tombstones, write_tombstones
 from airflow_provider_deltamerge.model.cdc import SEQUENCE, tombstones_table
@@ -64,10 +64,10 @@ def test_an_optimize_of_the_loads_table_is_safe_beside_the_stores_compaction(dat
         row = store._loads_row(store.LoadRecord(f"{n}.5", "p", "items", n, {}), store.datetime.now())
         write_deltalake(path, pa.Table.from_pylist([row], schema=store.LOADS_SCHEMA), mode="append")
     held = DeltaTable(path)  # a load's compaction, planned before the maintenance ran
-    monkeypatch.setattr(store, "COMPACT_AT_FILES", 1)
+    monkeypatch.setattr(state_table, "COMPACT_AT_FILES", 1)
 
     metrics = maintain_table(dataset, store.LOADS_TABLE, optimize=True)
-    store._compact_if_fragmented(held)
+    state_table.compact_if_fragmented(held)
 
     assert (metrics["numRemovedFiles"], metrics["numAddedFiles"]) == (5, 1)
     rows = DeltaTable(path).to_pyarrow_table(columns=["load_id"]).column("load_id").to_pylist()
@@ -82,24 +82,24 @@ def test_an_optimize_by_another_tool_inside_the_stores_compaction_fails_the_comp
     for n in range(5):
         row = store._loads_row(store.LoadRecord(f"{n}.5", "p", "items", n, {}), store.datetime.now())
         write_deltalake(path, pa.Table.from_pylist([row], schema=store.LOADS_SCHEMA), mode="append")
-    read_rows = store._all_rows
+    read_rows = state_table.all_rows
 
     def rows_then_outside_optimize(table):
         rows = read_rows(table)
         DeltaTable(path).optimize.compact()
         return rows
 
-    monkeypatch.setattr(store, "_all_rows", rows_then_outside_optimize)
-    monkeypatch.setattr(store, "COMPACT_AT_FILES", 1)
+    monkeypatch.setattr(state_table, "all_rows", rows_then_outside_optimize)
+    monkeypatch.setattr(state_table, "COMPACT_AT_FILES", 1)
 
-    store._compact_if_fragmented(DeltaTable(path))
+    state_table.compact_if_fragmented(DeltaTable(path))
 
     rows = DeltaTable(path).to_pyarrow_table(columns=["load_id"]).column("load_id").to_pylist()
     assert sorted(rows) == [f"{n}.5" for n in range(5)]
 
 
 def test_optimizes_of_a_state_table_racing_row_writes_keep_one_row_per_load(dataset, monkeypatch):
-    monkeypatch.setattr(store, "COMPACT_AT_FILES", 2)
+    monkeypatch.setattr(state_table, "COMPACT_AT_FILES", 2)
     snapshot = store.StoreSnapshot(dataset, [], [])
     done = threading.Event()
     with ThreadPoolExecutor(max_workers=1) as pool:

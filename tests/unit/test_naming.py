@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.model.arguments import check_table_name
 from airflow_provider_deltamerge.model.naming import direct, naming_convention, normalize_columns, snake_case
-from airflow_provider_deltamerge.model.request import LoadRequest, check_table_name
+from airflow_provider_deltamerge.model.request import LoadRequest
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.model.arguments import check_max_table_nesting
 from airflow_provider_deltamerge.model.naming import snake_case
-from airflow_provider_deltamerge.model.request import check_max_table_nesting
 from airflow_provider_deltamerge.plan.expressions import TARGET, Col, In, Lit, keys_equal
 from airflow_provider_deltamerge.plan.merge import Operation, SourceShape
 from airflow_provider_deltamerge.plan.nested import (
