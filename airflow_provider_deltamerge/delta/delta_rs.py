@@ -12,7 +12,6 @@ import dataclasses
 import importlib.metadata
 import logging
 from dataclasses import dataclass
-from datetime import date, datetime
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -22,11 +21,12 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 from ..errors import ConflictError, SchemaError
 from ..model.naming import backticked
 from ..model.storage import store_of
-from ..plan.expressions import SOURCE, TARGET, render, standard_string
-from ..plan.merge import Clause, MergePlan, Operation
+from ..plan.expressions import SOURCE, TARGET, render
+from ..plan.merge import MergePlan, Operation
 from ..plan.pruning import read_scope, rewrites_files
 from . import checkpoints, read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
+from .datafusion import DataFusionDialect, add_clause, spelled_copies
 from .locking import local_path
 from .storage import LOAD_UNCHANGED, store_errors, store_write_errors
 from .writer import (
@@ -43,29 +43,6 @@ from .writer import (
 log = logging.getLogger(__name__)
 _SPARK_TAKES_ARROW = int(importlib.metadata.version("pyspark").split(".")[0]) >= 4  # DataFrame <-> Arrow
 TARGET_FILE_BYTES = 8 * 2**20  # files a later merge can skip by key without rewriting much beside its rows
-
-
-class DataFusionDialect:
-    """SQL as delta-rs parses it: double-quoted identifiers, microsecond UTC timestamp literals."""
-
-    @staticmethod
-    def quote(name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
-
-    @staticmethod
-    def timestamp(value: datetime) -> str:
-        # A plain literal is typed Timestamp(ns) and overflows on tables holding 9999-12-31 markers.
-        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, Some(\"UTC\"))')"
-
-    @staticmethod
-    def timestamp_ntz(value: datetime) -> str:
-        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond, None)')"
-
-    @staticmethod
-    def date(value: date) -> str:
-        return f"arrow_cast('{value.isoformat()}', 'Date32')"
-
-    string = staticmethod(standard_string)
 
 
 @dataclass
@@ -203,7 +180,7 @@ class DeltaRsWriter:
         )
         copied = spelled_copies(transfer.schema.names, plan.helper_columns, dialect)
         for clause in plan.clauses:
-            merger = _add_clause(merger, clause, list(plan.helper_columns), dialect, copied)
+            merger = add_clause(merger, clause, list(plan.helper_columns), dialect, copied)
         with store_write_errors(path, self.storage_options):
             metrics = merge_metrics(transfer.run(merger.execute))
             if snapshot.table.version() == snapshot.version:  # nothing changed: delta-rs wrote no commit
@@ -336,38 +313,6 @@ def _rows_replaced(snapshot, plan: MergePlan) -> int | None:
     if snapshot is None:
         return 0
     return snapshot.row_count() if plan.replace_where is None else None
-
-
-def spelled_copies(columns, helpers, dialect) -> dict[str, str] | None:
-    """{target column: the source column of the same name}, quoted, for "update all" and "insert all"
-    where delta-rs cannot spell them itself: it puts each name in backticks without doubling one inside,
-    so a name holding a backtick does not parse. None (delta-rs's own `*`) for every other batch."""
-    if not any("`" in name for name in columns):
-        return None
-    kept = [name for name in columns if name not in set(helpers)]
-    return {dialect.quote(name): f"{SOURCE}.{dialect.quote(name)}" for name in kept}
-
-
-def _add_clause(merger, clause: Clause, helpers: list[str], dialect, copied: dict[str, str] | None = None):
-    condition = render(clause.condition, dialect) if clause.condition is not None else None
-    if clause.when == "matched" and clause.action == "delete":
-        return merger.when_matched_delete(predicate=condition)
-    if clause.when == "not_matched_by_source" and clause.action == "delete":
-        return merger.when_not_matched_by_source_delete(predicate=condition)
-    if clause.when == "matched" and clause.action == "update_all":
-        if copied is not None:
-            return merger.when_matched_update(copied, predicate=condition)
-        return merger.when_matched_update_all(predicate=condition, except_cols=helpers or None)
-    if clause.when == "not_matched" and clause.action == "insert_all":
-        if copied is not None:
-            return merger.when_not_matched_insert(copied, predicate=condition)
-        return merger.when_not_matched_insert_all(predicate=condition, except_cols=helpers or None)
-    assignments = {dialect.quote(col): render(value, dialect) for col, value in clause.assignments}
-    if clause.when == "matched" and clause.action == "update":
-        return merger.when_matched_update(assignments, predicate=condition)
-    if clause.when == "not_matched_by_source" and clause.action == "update":
-        return merger.when_not_matched_by_source_update(assignments, predicate=condition)
-    raise ValueError(f"the delta-rs writer has no translation for clause {clause}")
 
 
 _NOT_PLAIN_IN_PATHS = frozenset("%[]{}*?\\")  # what Hadoop takes for a glob or an escape in a path

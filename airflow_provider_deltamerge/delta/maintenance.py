@@ -20,31 +20,27 @@ import math
 import random
 import re
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, ConflictError
 from ..model.arguments import check_dataset, check_table_name
-from ..model.checks import choice, key_tuple
+from ..model.checks import key_tuple
 from ..model.naming import check_folder_name, naming_convention, table_name_as_stored, table_path
-from ..model.options import BACKENDS
 from ..model.storage import check_storage_options, delta_rs_options
 from ..model.table_properties import LONGEST_HOURS
+from .maintenance_tables import DeltaRsTable, open_table
 from .storage import store_errors
 
 log = logging.getLogger(__name__)
 
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 DEFAULT_RETENTION_HOURS = 168.0  # Delta's default for that property: one week
-DELTA_RS_TARGET_FILE_BYTES = 100 * 2**20  # delta-rs compacts files below this size, unless the table says
 VACUUM_FLOOR_HOURS = 24.0  # the least VACUUM keeps without force, also where the table's property is less
 OPTIMIZE_ATTEMPTS = 8  # a concurrent commit or maintenance run came first: plan again, this often in all
 MAINTENANCE_STOPPED = "The maintenance stopped there; what it committed before stays, and it can run again."
 STATE_TABLES = ("_dlt_loads", "_dlt_pipeline_state")  # the store's own tables (delta/store.py)
-VACUUM_CONF = {"spark.databricks.delta.vacuum.logging.enabled": "true"}  # so VACUUM END records its counts
-RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 _HOURS_PER_UNIT = {
     "nanosecond": 1 / 3.6e12,
@@ -140,9 +136,9 @@ def _maintain(chosen: MaintenanceOptions, normalize, path: str, name: str, backe
             raise ConfigError(
                 "z_order_by", f"{name} is one of the dataset's own tables, which are not Z-ordered"
             )
-        table = _DeltaRsTable(path, options, state_table=True)  # written by the store, with delta-rs
+        table = DeltaRsTable(path, options, state_table=True)  # written by the store, with delta-rs
     else:
-        table = _open_table(path, backend, spark, options)
+        table = open_table(path, backend, spark, options)
     retention = vacuum_retention(chosen, table.configuration(), table.path) if chosen.vacuum else None
     z_order = _z_order_columns([normalize(c) for c in chosen.z_order_by], table)
     metrics: dict[str, Any] = {"table": name, "writer": table.writer, "operations": []}
@@ -255,151 +251,3 @@ def _optimize(table, z_order: list[str]) -> dict[str, int]:
             attempt += 1
             log.warning("OPTIMIZE of %s: %s; planning again (attempt %d)", table.path, conflict, attempt)
             time.sleep(random.uniform(0.1, 0.3) * attempt)  # apart from the run it collided with
-
-
-def _open_table(path: str, backend: str, spark: Any, storage_options: Mapping[str, str] | None):
-    """The table with the engine of the chosen backend; ConfigError when there is no table."""
-    from .selection import select_writer
-
-    choice("backend", backend, BACKENDS)
-    if spark is None:
-        if backend == "delta-spark":
-            raise ConfigError("backend", "'delta-spark' runs Delta's commands in a Spark session: pass spark")
-        return _DeltaRsTable(path, storage_options)
-    if select_writer(backend, spark).name == "delta-spark":
-        return _DeltaSparkTable(path, spark, storage_options)
-    return _DeltaRsTable(path, storage_options)
-
-
-def _missing(path: str) -> ConfigError:
-    return ConfigError("table_name", f"there is no Delta table at {path}; load it before maintaining it")
-
-
-class _DeltaRsTable:
-    """Maintenance with delta-rs, from this process: no Spark needed."""
-
-    writer = "delta-rs"
-
-    def __init__(
-        self, path: str, storage_options: Mapping[str, str] | None, state_table: bool = False
-    ) -> None:
-        from deltalake import DeltaTable
-        from deltalake.exceptions import CommitFailedError, TableNotFoundError
-
-        from .optimize_claim import ClaimedElsewhere
-
-        self.path, self.conflicts, self.state_table = path, (CommitFailedError, ClaimedElsewhere), state_table
-        self._storage_options = dict(storage_options or {}) or None
-        try:
-            self._table = DeltaTable(path, storage_options=self._storage_options)
-        except TableNotFoundError:
-            raise _missing(path) from None
-
-    def configuration(self) -> dict[str, str]:
-        return dict(self._table.metadata().configuration or {})
-
-    def partition_columns(self) -> list[str]:
-        return list(self._table.metadata().partition_columns)
-
-    def columns(self) -> list[str]:
-        return [field.name for field in self._table.schema().fields]
-
-    def version(self) -> int:
-        self._table.update_incremental()
-        return self._table.version()
-
-    def optimize(self, z_order: list[str]) -> dict[str, Any]:
-        """OPTIMIZE planned on the newest version, which carries this run's claim (see optimize_claim); a
-        state table is compacted by the store's own compaction, which its row writes are safe against."""
-        from .optimize_claim import claim
-
-        if self.state_table:
-            from .state_table import compact_state_table
-
-            return compact_state_table(self._table)
-        self._table.update_incremental()
-        if not z_order and not self._compactable():
-            return {}  # nothing to claim the table for: a compaction would commit nothing
-        claim(self._table)  # and planned on the version it brought the table to, also when trying again
-        if z_order:
-            return self._table.optimize.z_order(z_order)
-        return self._table.optimize.compact()
-
-    def _compactable(self) -> bool:
-        """Whether a partition has two files or more below the target size: what a compaction rewrites."""
-        target = int(self.configuration().get("delta.targetFileSize") or DELTA_RS_TARGET_FILE_BYTES)
-        actions = self._table.get_add_actions(flatten=True)
-        sizes = actions.column("size_bytes").to_pylist()
-        values = [actions.column(f"partition.{c}").to_pylist() for c in self.partition_columns()]
-        partitions = list(zip(*values, strict=True)) if values else [()] * len(sizes)
-        small = Counter(p for p, size in zip(partitions, sizes, strict=True) if size < target)
-        return any(count > 1 for count in small.values())
-
-    def vacuum(self, retention_hours: int, force: bool) -> int:
-        deleted = self._table.vacuum(
-            retention_hours=retention_hours, dry_run=False, enforce_retention_duration=not force
-        )
-        return len(deleted)
-
-    def checkpoint(self) -> int:
-        self._table.update_incremental()
-        self._table.create_checkpoint()
-        return self._table.version()
-
-
-class _DeltaSparkTable:
-    """Maintenance with Delta's own commands in a Spark session that has Delta's classes.
-
-    Checkpoints are written with delta-rs: the delta-spark Python API has no checkpoint call, and a
-    checkpoint is a file of the Delta protocol that either engine reads.
-    """
-
-    writer = "delta-spark"
-
-    def __init__(self, path: str, spark: Any, storage_options: Mapping[str, str] | None = None) -> None:
-        from delta.tables import DeltaTable
-
-        from .delta_spark import _delta_conflicts
-
-        if not DeltaTable.isDeltaTable(spark, path):
-            raise _missing(path)
-        self.path, self.spark, self.conflicts = path, spark, _delta_conflicts()
-        self._storage_options = dict(storage_options or {}) or None  # the checkpoint is written by delta-rs
-        self._table = DeltaTable.forPath(spark, path)
-        detail = self._table.detail().select("properties", "partitionColumns").first()
-        self._properties, self._partitions = (
-            dict(detail["properties"] or {}),
-            list(detail["partitionColumns"]),
-        )
-
-    def configuration(self) -> dict[str, str]:
-        return self._properties
-
-    def partition_columns(self) -> list[str]:
-        return self._partitions
-
-    def columns(self) -> list[str]:
-        return list(self._table.toDF().columns)
-
-    def version(self) -> int:
-        return int(self._table.history(1).select("version").first()[0])
-
-    def optimize(self, z_order: list[str]) -> dict[str, Any]:
-        builder = self._table.optimize()
-        result = builder.executeZOrderBy(*z_order) if z_order else builder.executeCompaction()
-        return result.select("metrics").first()["metrics"].asDict(recursive=True)
-
-    def vacuum(self, retention_hours: int, force: bool) -> int:
-        from .delta_spark import session_conf
-
-        before = self.version()
-        conf = {**VACUUM_CONF, **({RETENTION_CHECK_CONF: "false"} if force else {})}
-        with session_conf(self.spark, conf):
-            self._table.vacuum(float(retention_hours))
-        newer = self.version() - before
-        ended = self._table.history(newer).where("operation = 'VACUUM END'") if newer > 0 else None
-        row = ended.select("operationMetrics").first() if ended is not None else None
-        return int((row["operationMetrics"] or {}).get("numDeletedFiles", 0)) if row is not None else 0
-
-    def checkpoint(self) -> int:
-        return _DeltaRsTable(self.path, self._storage_options).checkpoint()

@@ -24,7 +24,7 @@ from ..errors import ConflictError
 from ..model.cdc import TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT
 from ..plan.expressions import SOURCE, TARGET, Cmp, Col, Lit, Or, all_of, eq, render
 from . import checkpoints
-from .delta_rs import DataFusionDialect, spelled_copies
+from .datafusion import DataFusionDialect, spelled_copies
 from .locking import creation_lock
 from .storage import store_write_errors
 

@@ -30,34 +30,33 @@ from ..delta.locking import creation_lock
 from ..delta.properties import apply_table_properties, check_table_allows_load
 from ..delta.selection import select_writer
 from ..delta.writer import CommitRequest, TableLayout
-from ..errors import ConfigError, ConflictError, LoadNotRecordedError
-from ..model import null_updates, track_history
-from ..model.cdc import Scd2EventCounts, event_metrics
+from ..errors import ConfigError, ConflictError
+from ..model.cdc import event_metrics
 from ..model.request import LoadRequest
 from ..model.run import app_id, new_load_id, txn_version
 from ..model.sources import is_change_feed
 from ..model.storage import hadoop_settings
 from ..plan import reruns
-from ..plan.merge import Operation, SourceShape, plan_load
+from ..plan.merge import Operation, SourceShape
 from ..plan.pruning import bounded
-from ..plan.scd2 import Scd2Settings
-from ..plan.scd2_feed import FeedScope
 from ..spark import scd2_history
 from ..spark.extract import check_data, source_reader
-from ..spark.python_rows import extracted
-from ..spark.scd2 import stage_scd2
-from ..spark.scd2_feed import (
-    stage_scd2_events,
-    versions_closed_by_deletes,
-    versions_split,
-    written_versions_closed_by_deletes,
-)
-from ..spark.schema import align_to_table
-from ..spark.schema_steps import shape_to_schema, stored_column_schema
-from ..spark.stage import shape_source, stage_batch
+from ..spark.schema_steps import shape_to_schema
+from ..spark.stage import shape_source
 from ..spark.storage import set_hadoop_settings
 from ..spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
-from . import earlier_loads, insert_only, nested_tables, staged_arrow, tombstones, tracked_history, truncates
+from . import (
+    earlier_loads,
+    insert_only,
+    nested_tables,
+    planning,
+    records,
+    staged_arrow,
+    staging,
+    tombstones,
+    tracked_history,
+    truncates,
+)
 from .change_feed_source import FeedReader
 from .load_info import LoadInfo
 from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
@@ -135,7 +134,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     replaces_window = replace_where_for(request, opened.window if opened else None) is not None
     check_table_allows_load(spark, writer, request, table, replaces_window)
     checkpoint("extract")
-    batch = _extract(spark, data, request, opened.window if opened else None, table, commits)
+    batch = staging.extract(spark, data, request, opened.window if opened else None, table, commits)
     steps.step("source", "%s", describe_source(request.source, data))
     batch, opened, new_state = filter_to_window(batch, request, opened)
     window = opened.window if opened else None
@@ -143,7 +142,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     batch, schema = shape_to_schema(batch, request, table, commits)
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
-    staged = _stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
+    staged = staging.stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
     staged, nested = nested_tables.split_nested(
         spark, writer, request, staged, child_tables, load_id, replace_where, table is not None
     )
@@ -251,7 +250,9 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     kept = tracked_history.with_kept_events(spark, writer, request, staged, load_id, load.stored)
     staged = kept.staged if kept is not None else staged  # tracked columns: and their keys' kept events
     truncate = events.truncate if events is not None else None  # a truncate event newer than the table's
-    staged, plan = _plan(spark, staged, request, table, load_id, _replace_where(writer, load), truncate)
+    staged, plan = planning.plan_commit(
+        spark, staged, request, table, load_id, _replace_where(writer, load), truncate
+    )
     plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
     base_metrics = {
         "table": request.table,
@@ -269,7 +270,9 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         return LoadInfo(None, request.table_path, request.table, version, metrics, window)
     checkpoint("plan")
     target_keys = (
-        writer.read_columns(spark, table, _target_columns(plan, table)) if plan.needs_target_read else None
+        writer.read_columns(spark, table, planning.target_columns(plan, table))
+        if plan.needs_target_read
+        else None
     )
     rebuilt = None  # tracked columns: the batch's keys' histories rebuilt (spark/scd2_history.py)
     if staged.arrow is not None:
@@ -280,7 +283,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     else:
         source = shape_source(staged.df, plan, target_keys)
     metadata = {
-        **_commit_metadata(request, load_id, base_metrics, window),
+        **records.commit_metadata(request, load_id, base_metrics, window),
         "state": load.new_state,
         "columns": load.schema.columns,
     }
@@ -297,7 +300,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         source_bytes=staged.arrow_bytes or None,
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
-    scd2_counts = _scd2_event_counts(request, plan, source, staged.df, rebuilt)
+    scd2_counts = planning.scd2_event_counts(request, plan, source, staged.df, rebuilt)
     truncated = truncates.truncate_metrics(spark, writer, table, staged, truncate, request)
     tombstone_metrics = {}
     if events is not None:  # before the table's commit, the load's commit point
@@ -319,7 +322,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     metrics = {
         **result.metrics,
         **event_metrics(request.hints, staged.rows_extracted, result.metrics, scd2_counts, truncated),
-        **tombstones,
+        **tombstone_metrics,
         **base_metrics,
         "load_id": load_id,
         "table_version": result.version,
@@ -338,43 +341,12 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         load.new_state,
         load.schema.columns,
     )
-    _write_record(store.write_state_row, load.stored, record, request.table_path)
+    records.write_record(store.write_state_row, load.stored, record, request.table_path)
     checkpoint("after_state_row")
-    _write_record(store.write_load_row, load.stored, record, request.table_path)
+    records.write_record(store.write_load_row, load.stored, record, request.table_path)
     load.steps.step("record", "load %s recorded in %s", load_id, store.LOADS_TABLE)
     log.debug("load %s metrics: %s", load_id, metrics)
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
-
-
-def _scd2_event_counts(request: LoadRequest, plan, source, staged_df, rebuilt=None) -> Scd2EventCounts | None:
-    """For scd2 of change events, what the commit does to the history (None for other loads): the
-    closed versions it splits, the versions it makes end at a delete (of a new table: `staged_df`'s);
-    with tracked columns (`rebuilt`), the new events and those absorbed."""
-    if request.disposition.scd2 is None or not request.hints.sequence_by:
-        return None
-    if rebuilt is not None:
-        done = scd2_history.counts(rebuilt)
-        return Scd2EventCounts(
-            done["split"],
-            closed_by_deletes=done["by_delete"],
-            applied=done["new"],
-            absorbed=done["absorbed"] if track_history.active(request.hints) else None,
-        )
-    if plan.source is SourceShape.SCD2_EVENTS:
-        return Scd2EventCounts(versions_split(source), closed_by_deletes=versions_closed_by_deletes(source))
-    if not request.hints.apply_as_deletes:
-        return Scd2EventCounts()
-    settings = Scd2Settings.from_options(request.disposition.scd2)
-    scope = FeedScope(request.hints.merge_key, settings.valid_from, settings.valid_to)
-    return Scd2EventCounts(closed_by_deletes=written_versions_closed_by_deletes(staged_df, scope))
-
-
-def _target_columns(plan, table) -> list[str]:
-    """The table's columns a plan reads: its delete keys, or all of them (a rebuilt history compares
-    whole versions)."""
-    if plan.source is SourceShape.SCD2_HISTORY:
-        return list(table.schema.fieldNames())
-    return list(plan.delete_keys)
 
 
 def _replace_where(writer, load: _StagedLoad):
@@ -391,104 +363,3 @@ def _replace_where(writer, load: _StagedLoad):
             writer.history(request.table_path, store.HISTORY_DEPTH),
         )
     return reruns.replace_predicate(window_rows, load.load_id, load.superseded, siblings)
-
-
-def _write_record(write, stored: store.StoreSnapshot, record: store.LoadRecord, table_path: str) -> None:
-    """One write of a committed load's record; whatever stops it, the error says that the batch is
-    committed and how the load is finished."""
-    try:
-        write(stored, record)
-    except Exception as exc:
-        path = getattr(exc, "path", stored.dataset)
-        problem = getattr(exc, "problem", None) or f"{type(exc).__name__}: {exc}"
-        raise LoadNotRecordedError(path, record.load_id, table_path, record.table_version, problem) from exc
-
-
-def _extract(spark, data, request: LoadRequest, window, table, commits):
-    if callable(data) and not hasattr(data, "sparkSession"):
-        data = data(spark, window)
-    table_schema = table.schema if table is not None else None
-    return extracted(spark, data, request, table_schema, stored_column_schema(commits))
-
-
-def _stage(
-    spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where, schema
-):
-    """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
-    commit takes the staged rows (load/staged_arrow.py), else materialised in Spark."""
-    collect = staged_arrow.staging_collection(
-        spark, writer, request, batch, table, replace_where, child_tables
-    )
-    folders = tuple(table.partition_columns) if table is not None else schema.partition_by
-    to_name = _partitions_to_name(request, table)
-    staged = stage_batch(batch, request.disposition, request.hints, load_id, collect, to_name, folders)
-    return staged_arrow.checked(staged, request, table) if staged.arrow is not None else staged
-
-
-def _partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
-    """The partition columns whose values in the batch a merge condition may name: those of an existing
-    table a merge other than scd2 goes into (scd2 plans are not bounded, and a new table is written)."""
-    merges = request.disposition.disposition == "merge" and request.disposition.scd2 is None
-    return tuple(table.partition_columns) if merges and table is not None else ()
-
-
-def _plan(spark, staged, request: LoadRequest, table, load_id: str, replace_where=None, truncate=None):
-    """The staged batch aligned to the table as it is now, and the plan of its commit."""
-    if request.disposition.scd2 is not None and track_history.rebuilds_history(
-        request.disposition, request.hints
-    ):
-        return scd2_history.stage_scd2_history(staged, request, table)
-    if request.disposition.scd2 is not None and request.hints.sequence_by:
-        return stage_scd2_events(staged, request, table, load_id)
-    if request.disposition.scd2 is not None:
-        return stage_scd2(staged, request, table, load_id)
-
-    def planned(source_columns=()):
-        return plan_load(
-            request.disposition,
-            request.hints,
-            table_exists=table is not None,
-            batch_empty=staged.empty,
-            hard_delete=staged.hard_delete,
-            replace_where=replace_where,
-            table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
-            source_columns=source_columns,
-            truncate=truncate,
-        )
-
-    plan = planned()
-    table_schema = table.schema if table is not None else None
-    if staged_arrow.needs_spark(staged, plan, table_schema):
-        staged = staged_arrow.in_spark(spark, staged)
-    if staged.arrow is None:  # else aligned to this schema as it was collected
-        aligned = align_to_table(staged.df, table_schema, request.table, keep=plan.helper_columns)
-        staged = dataclasses.replace(staged, df=aligned)
-    if null_updates.active(request.hints):  # its update assigns the source's columns one by one
-        if plan.operation is not Operation.MERGE:  # a batch's deletes count against stored rows only
-            staged = _without_columns(staged, null_updates.deleted_at(len(request.hints.sequence_by)))
-        columns = staged.arrow.column_names if staged.arrow is not None else staged.df.columns
-        plan = planned(tuple(columns))
-    return staged, plan
-
-
-def _without_columns(staged, columns: tuple[str, ...]):
-    if staged.arrow is not None:
-        present = [c for c in columns if c in staged.arrow.column_names]
-        return dataclasses.replace(staged, arrow=staged.arrow.drop_columns(present)) if present else staged
-    present = [c for c in columns if c in staged.df.columns]
-    return dataclasses.replace(staged, df=staged.df.drop(*present)) if present else staged
-
-
-def _commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, window) -> dict[str, Any]:
-    return {
-        "load_id": load_id,
-        "pipeline": request.pipeline,
-        "table": request.table,
-        "disposition": request.disposition.label,
-        "rows_extracted": base_metrics["rows_extracted"],
-        "rows_staged": base_metrics["rows_staged"],
-        "writer": base_metrics["writer"],
-        "window": window,
-        "run": request.run.to_dict(),
-        "replaced_load_ids": base_metrics.get("replaced_load_ids"),
-    }

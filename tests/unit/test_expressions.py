@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
 from airflow_provider_deltamerge.delta.spark_sql import SparkSqlDialect
 from airflow_provider_deltamerge.plan.expressions import (
     SOURCE,

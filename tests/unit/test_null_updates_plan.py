@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
 from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import Case, Col, Lit, render
 from airflow_provider_deltamerge.plan.merge import plan_load

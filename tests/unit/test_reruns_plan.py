@@ -13,7 +13,7 @@ import itertools
 
 import pytest
 
-from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
 from airflow_provider_deltamerge.delta.spark_sql import render_spark
 from airflow_provider_deltamerge.model.options import WriteDisposition
 from airflow_provider_deltamerge.model.run import RunContext

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge import ConfigError
-from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
 from airflow_provider_deltamerge.delta.spark_sql import SparkSqlDialect
 from airflow_provider_deltamerge.model import track_history
 from airflow_provider_deltamerge.model.null_updates import subject_columns

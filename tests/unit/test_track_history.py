@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_deltamerge import ConfigError, LoadRequest
-from airflow_provider_deltamerge.delta.delta_rs import DataFusionDialect
+from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
 from airflow_provider_deltamerge.model.options import TableHints
 from airflow_provider_deltamerge.model.track_history import events_table, tracked_columns
 from airflow_provider_deltamerge.plan.expressions import render

@@ -1,0 +1,42 @@
+"""The extract and stage steps of a load: the batch read from its source (a callable given the window),
+named and shaped for the table; then staged in one pass, collected to the driver as Arrow where the
+writer and the commit take it (load/staged_arrow.py), and the partitions a merge condition may name.
+"""
+
+from __future__ import annotations
+
+from ..model.request import LoadRequest
+from ..spark.python_rows import extracted
+from ..spark.schema_steps import stored_column_schema
+from ..spark.stage import stage_batch
+from . import (
+    staged_arrow,
+)
+
+
+def extract(spark, data, request: LoadRequest, window, table, commits):
+    if callable(data) and not hasattr(data, "sparkSession"):
+        data = data(spark, window)
+    table_schema = table.schema if table is not None else None
+    return extracted(spark, data, request, table_schema, stored_column_schema(commits))
+
+
+def stage(
+    spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where, schema
+):
+    """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
+    commit takes the staged rows (load/staged_arrow.py), else materialised in Spark."""
+    collect = staged_arrow.staging_collection(
+        spark, writer, request, batch, table, replace_where, child_tables
+    )
+    folders = tuple(table.partition_columns) if table is not None else schema.partition_by
+    to_name = partitions_to_name(request, table)
+    staged = stage_batch(batch, request.disposition, request.hints, load_id, collect, to_name, folders)
+    return staged_arrow.checked(staged, request, table) if staged.arrow is not None else staged
+
+
+def partitions_to_name(request: LoadRequest, table) -> tuple[str, ...]:
+    """The partition columns whose values in the batch a merge condition may name: those of an existing
+    table a merge other than scd2 goes into (scd2 plans are not bounded, and a new table is written)."""
+    merges = request.disposition.disposition == "merge" and request.disposition.scd2 is None
+    return tuple(table.partition_columns) if merges and table is not None else ()
