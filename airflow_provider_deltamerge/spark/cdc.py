@@ -17,6 +17,7 @@ from ..plan.merge import HARD_DELETE_FLAG
 from ..spec.cdc import sequence_columns
 from ..spec.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..spec.options import TableHints
+from ..spec.row_condition import check_row_condition
 from . import profile
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
 
@@ -111,6 +112,7 @@ def check_condition(df: DataFrame, argument: str, condition: str) -> None:
     """Refuse a condition that does not parse, names a column the events lack, or is not true/false,
     before any job runs."""
     data = [c for c in df.columns if c != INPUT_ORDER]
+    check_row_condition(argument, condition, data)
     try:
         kind = df.select(F.expr(condition).alias("condition")).schema["condition"].dataType
     except Exception as exc:  # Spark's parse and analysis errors: their first line says what is wrong
