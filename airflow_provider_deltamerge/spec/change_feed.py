@@ -16,7 +16,10 @@ like any cursor. The range a load reads, always as versions ``[start, end)``:
   versions committed within ``[window start, window end)`` by commit timestamp, so consecutive windows
   read each commit once and a re-run of a window reads the same versions again.
 
-An empty range loads nothing and keeps the cursor.
+An empty range loads nothing and keeps the cursor. ``start_after_version`` beside the upstream in the
+source spec starts every range after that version, whatever the stored cursor or the window says: the
+way past versions whose changes cannot be read (the feed off, the log or the files cleaned up), which
+each refusal names.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .incremental import Incremental, as_incremental, to_utc
+from .sources import CHANGE_FEED, START_AFTER
 from .window import END_VALUE_RANGE, MANUAL_FROM_CURSOR, STATEFUL_INCREMENTAL, Window, resolve_window
 
 CHANGE_TYPE = "_change_type"
@@ -100,10 +104,36 @@ def version_window(
     now: datetime,
     commits: list[Commit],
     current_version: int,
+    after: int | None = None,
 ) -> Window:
     """The versions ``[start, end)`` this load reads (see the module docstring), as a window of the
     ``int`` cursor ``_commit_version`` with the rule that chose it. `commits`: the upstream's commits
-    its log still holds, oldest first; `current_version`: its newest version."""
+    its log still holds, oldest first; `current_version`: its newest version; `after`: the source's
+    ``start_after_version``, below which no window starts, whatever the stored cursor says."""
+    window = _version_window(
+        incremental,
+        data_interval=data_interval,
+        run_context=run_context,
+        stored_state=stored_state,
+        now=now,
+        commits=commits,
+        current_version=current_version,
+    )
+    if after is None or window.start > after:
+        return window
+    return dataclasses.replace(window, start=after + 1, end=max(window.end, after + 1))
+
+
+def _version_window(
+    incremental: Incremental,
+    *,
+    data_interval: Any,
+    run_context: Any,
+    stored_state: dict | None,
+    now: datetime,
+    commits: list[Commit],
+    current_version: int,
+) -> Window:
     arguments = {"data_interval": data_interval, "run_context": run_context, "stored_state": stored_state}
     by_version = resolve_window(incremental, cursor_type="int", now=now, **arguments)
     top = current_version + 1
@@ -158,17 +188,18 @@ def _versions(start: int, end: int, window: Window) -> Window:
     )
 
 
-def range_problem(start: int, end: int, oldest: int | None, disabled: list[int]) -> str | None:
-    """Why versions ``[start, end)`` cannot be read, or None: `oldest` is the oldest version the log
-    still holds, `disabled` the versions of the range the change data feed was off at."""
+def range_problem(
+    start: int, end: int, oldest: int | None, disabled: list[int], uri: str, current: int
+) -> str | None:
+    """Why versions ``[start, end)`` of the upstream at `uri` cannot be read, or None: `oldest` is the
+    oldest version the log still holds, `disabled` the versions of the range the change data feed was
+    off at, `current` the upstream's newest version. Each says the way on (`way_past`)."""
     if start >= end:
         return None
     if oldest is not None and start < oldest:
         return (
             f"versions {start} to {oldest - 1} are no longer in its log (log cleanup removed them after "
-            "delta.logRetentionDuration), so their changes cannot be read. Reload the target from the "
-            "upstream's current rows, then go on from the current version with "
-            f"incremental=Incremental({COMMIT_VERSION!r}, initial_value=<that version>, range_start='open')"
+            "delta.logRetentionDuration), so their changes cannot be read. " + reload_advice(uri, current)
         )
     if disabled:
         first, last = disabled[0], disabled[-1]
@@ -177,7 +208,23 @@ def range_problem(start: int, end: int, oldest: int | None, disabled: list[int])
             + (f" to {last}" if last != first else "")
             + f", so their changes were not recorded. Turn it on ({CDF_PROPERTY}=true, e.g. "
             f"table_properties={{{CDF_PROPERTY!r}: True}} on the loads that write it) and read the "
-            f"versions after it: incremental=Incremental({COMMIT_VERSION!r}, initial_value={last}, "
-            "range_start='open')"
+            f"versions after it, with the source {way_past(uri, last)}"
         )
     return None
+
+
+def reload_advice(uri: str, current: int | None) -> str:
+    """What to do where versions' changes are lost: reload, then read only the versions after."""
+    at = "" if current is None else f" (version {current})"
+    return (
+        f"Reload the target from the upstream's current rows{at}, then go on after that version with "
+        f"the source {way_past(uri, current)}"
+    )
+
+
+def way_past(uri: str, version: int | None) -> str:
+    """The source spec that reads only the versions after `version` (None: the one to name),
+    whatever the stored cursor says."""
+    if version is None:
+        return f"{{{CHANGE_FEED!r}: {uri!r}, {START_AFTER!r}: <that version>}}"
+    return repr({CHANGE_FEED: uri, START_AFTER: version})
