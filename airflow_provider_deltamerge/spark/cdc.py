@@ -109,8 +109,9 @@ def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ..
 
 
 def check_condition(df: DataFrame, argument: str, condition: str) -> None:
-    """Refuse a condition that does not parse, names a column the events lack, or is not true/false,
-    before any job runs."""
+    """Refuse a condition that is not over the event's own columns (spec/row_condition.py; here a name
+    Spark reads as a function must be a column), does not parse, names a column the events lack, or is
+    not true/false, before any job runs."""
     data = [c for c in df.columns if c != INPUT_ORDER]
     check_row_condition(argument, condition, data)
     try:

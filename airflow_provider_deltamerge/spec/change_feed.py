@@ -110,30 +110,6 @@ def version_window(
     ``int`` cursor ``_commit_version`` with the rule that chose it. `commits`: the upstream's commits
     its log still holds, oldest first; `current_version`: its newest version; `after`: the source's
     ``start_after_version``, below which no window starts, whatever the stored cursor says."""
-    window = _version_window(
-        incremental,
-        data_interval=data_interval,
-        run_context=run_context,
-        stored_state=stored_state,
-        now=now,
-        commits=commits,
-        current_version=current_version,
-    )
-    if after is None or window.start > after:
-        return window
-    return dataclasses.replace(window, start=after + 1, end=max(window.end, after + 1))
-
-
-def _version_window(
-    incremental: Incremental,
-    *,
-    data_interval: Any,
-    run_context: Any,
-    stored_state: dict | None,
-    now: datetime,
-    commits: list[Commit],
-    current_version: int,
-) -> Window:
     arguments = {"data_interval": data_interval, "run_context": run_context, "stored_state": stored_state}
     by_version = resolve_window(incremental, cursor_type="int", now=now, **arguments)
     top = current_version + 1
@@ -141,7 +117,7 @@ def _version_window(
         start = _first_after(incremental.initial_value, by_version.start, by_version.start_closed)
         end = top if by_version.end is None or by_version.rule == MANUAL_FROM_CURSOR else by_version.end
         end = min(end + (1 if by_version.end_closed and end < top else 0), top)
-        return _versions(start, max(end, start), by_version)
+        return _versions(start, end, by_version, after)
     timeless = dataclasses.replace(incremental, initial_value=None)
     by_time = resolve_window(timeless, cursor_type="timestamp", now=now, **arguments)
     start = _first_at(commits, by_time.start, top, 0)
@@ -150,7 +126,7 @@ def _version_window(
     end = _first_at(commits, by_time.end, top, top)
     if incremental.initial_value is not None:
         start = max(start, incremental.initial_value + 1)
-    return _versions(start, max(end, start), by_time)
+    return _versions(start, end, by_time, after)
 
 
 def _log_lost_some(commits: list[Commit], start: datetime | None) -> bool:
@@ -175,7 +151,10 @@ def _first_at(commits: list[Commit], instant: datetime | None, top: int, unbound
     return next((c.version for c in commits if c.timestamp >= instant), top)
 
 
-def _versions(start: int, end: int, window: Window) -> Window:
+def _versions(start: int, end: int, window: Window, after: int | None) -> Window:
+    """Versions ``[start, end)``, none at or before `after`."""
+    start = start if after is None else max(start, after + 1)
+    end = max(end, start)
     return Window(
         start=start,
         end=end,

@@ -91,20 +91,32 @@ def test_each_kind_of_part_a_condition_may_not_have_is_refused_naming_it(argumen
     assert str(pickle.loads(pickle.dumps(refused.value))) == str(refused.value)
 
 
+def events_request(**arguments) -> LoadRequest:
+    return LoadRequest.create(
+        source={"table": "events"},
+        dataset="/lake/silver",
+        table_name="t",
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        primary_key="id",
+        sequence_by="lsn",
+        **arguments,
+    )
+
+
 @pytest.mark.parametrize("kind, condition, part", REFUSED[:8], ids=[r[0] for r in REFUSED[:8]])
 def test_a_request_with_such_a_condition_is_refused_when_it_is_made(kind, condition, part):
     for argument in ("apply_as_deletes", "apply_as_truncates"):
         with pytest.raises(ConfigError, match=f"^{argument}: ") as refused:
-            LoadRequest.create(
-                source={"table": "events"},
-                dataset="/lake/silver",
-                table_name="t",
-                write_disposition={"disposition": "merge", "strategy": "upsert"},
-                primary_key="id",
-                sequence_by="lsn",
-                **{argument: condition},
-            )
+            events_request(**{argument: condition})
         assert part in str(refused.value)
+
+
+def test_a_spark_submit_request_carrying_such_a_condition_is_refused_when_read():
+    """The spark-submit job (and a Spark Connect client) reads the request from JSON: checked again."""
+    sent = events_request(apply_as_deletes="op = 'D'").to_json()
+    sent = sent.replace("op = 'D'", "java_method('java.lang.System', 'exit', 1) = 'x'")
+    with pytest.raises(ConfigError, match=r"^apply_as_deletes: .* it calls java_method\(\)"):
+        LoadRequest.from_json(sent)
 
 
 def test_a_name_spark_reads_as_a_function_must_be_a_column_of_the_row():
