@@ -5,6 +5,8 @@ dlt system columns left out, types as Spark takes them)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -23,8 +25,11 @@ from ..model.change_feed import (
     PREIMAGE,
     Commit,
     range_problem,
+    reload_advice,
 )
 from ..model.naming import SYSTEM_PREFIX
+from ..model.secrets import credential_values, redact_text
+from .locking import local_path
 from .storage import store_errors
 
 log = logging.getLogger(__name__)
@@ -56,13 +61,46 @@ class Upstream:
 
 
 def open_upstream(uri: str, options: dict[str, str] | None) -> Upstream:
-    """The upstream table as it is now, or ChangeFeedError where there is none."""
+    """The upstream table as it is now, or ChangeFeedError where there is none or its log cannot be
+    read."""
     with store_errors(uri, options, _READ):
         try:
             table = DeltaTable(uri, storage_options=options)
         except TableNotFoundError:
             raise ChangeFeedError(uri, None, None, "there is no Delta table at this location") from None
-        return Upstream(uri, options, table, table.history())
+        except DeltaError as exc:
+            if local_path(uri) is None:
+                raise  # an object store's refusal: store_errors says so
+            raise _unreadable(uri, options, None, None, None, exc) from None
+        with _feed_errors(uri, options, None, None, table.version()):
+            return Upstream(uri, options, table, table.history())
+
+
+@contextmanager
+def _feed_errors(uri: str, options, start: int | None, end: int | None, current: int) -> Iterator[None]:
+    """Inside the block, any failure to read the upstream (its files or log entries gone, the table
+    removed, a file Arrow cannot read) becomes one ChangeFeedError naming the versions and the way on."""
+    try:
+        yield
+    except ChangeFeedError:
+        raise
+    except TableNotFoundError:
+        raise ChangeFeedError(uri, start, end, "there is no Delta table at this location any more") from None
+    except (DeltaError, pa.ArrowException, OSError) as exc:
+        raise _unreadable(uri, options, start, end, current, exc) from None
+
+
+def _unreadable(uri, options, start, end, current: int | None, exc: Exception) -> ChangeFeedError:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = redact_text(lines[0][:400] if lines else type(exc).__name__, credential_values(options or {}))
+    return ChangeFeedError(
+        uri,
+        start,
+        end,
+        f"its changes or its log cannot be read ({type(exc).__name__}: {detail}); a VACUUM removes "
+        "the _change_data and data files of old versions, log cleanup their log entries. "
+        + reload_advice(uri, current),
+    )
 
 
 def check_readable(upstream: Upstream, start: int, end: int) -> None:
@@ -70,8 +108,9 @@ def check_readable(upstream: Upstream, start: int, end: int) -> None:
     if start >= end:
         return
     oldest = min((int(h["version"]) for h in upstream.history), default=None)
-    disabled = [] if oldest is not None and start < oldest else _feed_off(upstream, start, end)
-    problem = range_problem(start, end, oldest, disabled)
+    with _feed_errors(upstream.uri, upstream.options, start, end, upstream.current_version):
+        disabled = [] if oldest is not None and start < oldest else _feed_off(upstream, start, end)
+    problem = range_problem(start, end, oldest, disabled, upstream.uri, upstream.current_version)
     if problem is not None:
         raise ChangeFeedError(upstream.uri, start, end, problem)
 
@@ -113,20 +152,11 @@ def read_changes(upstream: Upstream, start: int, end: int, keys: tuple[str, ...]
     and one change per key and commit where `keys` are given (`net_of_each_commit`)."""
     if start >= end:
         return _without_system_columns(_empty(upstream))
-    with store_errors(upstream.uri, upstream.options, _READ):
-        try:
-            stream = upstream.table.load_cdf(starting_version=start, ending_version=end - 1)
-            # delta-rs casts to the schema asked for as it streams (older pyarrow cannot cast views)
-            changes = pa.RecordBatchReader.from_stream(stream, schema=_spark_schema(pa.schema(stream.schema)))
-            changes = changes.read_all()
-        except DeltaError as exc:
-            raise ChangeFeedError(
-                upstream.uri,
-                start,
-                end,
-                f"delta-rs could not read the changes ({exc}); a VACUUM that removed the table's "
-                "_change_data files of these versions makes them unreadable",
-            ) from None
+    with _feed_errors(upstream.uri, upstream.options, start, end, upstream.current_version):
+        stream = upstream.table.load_cdf(starting_version=start, ending_version=end - 1)
+        # delta-rs casts to the schema asked for as it streams (older pyarrow cannot cast views)
+        changes = pa.RecordBatchReader.from_stream(stream, schema=_spark_schema(pa.schema(stream.schema)))
+        changes = changes.read_all()
     changes = _without_system_columns(changes)
     kept = net_of_each_commit(changes.filter(pc.not_equal(changes[CHANGE_TYPE], PREIMAGE)), keys)
     log.info(

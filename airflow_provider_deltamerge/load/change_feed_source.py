@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from ..delta.change_feed import Upstream, check_readable, open_upstream, read_changes
 from ..model.change_feed import version_window
-from ..model.sources import CHANGE_FEED
+from ..model.sources import CHANGE_FEED, START_AFTER
 from ..model.storage import delta_rs_options
 from ..spark.extract import arrow_to_spark
 from ..spark.window_steps import WindowContext
@@ -46,6 +46,7 @@ class FeedReader:
             now=now,
             commits=upstream.commits,
             current_version=upstream.current_version,
+            after=self.request.source.get(START_AFTER),
         )
         check_readable(upstream, window.start, window.end)
         return WindowContext(self.request.cursor, stored_state, window, now)

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..delta.delta_rs import spark_to_arrow
 from ..delta.tombstones import TombstoneRead, read_tombstones, write_tombstones
@@ -57,14 +58,28 @@ def with_kept_events(spark, writer, request: LoadRequest, staged, load_id: str, 
     if rows is not None:
         kept = arrow_to_spark(spark, rows.drop_columns([TOMBSTONE_LOAD_ID, TOMBSTONE_WRITTEN_AT]))
         kept = kept.join(df.select(*cols(keys)).distinct(), on=keys, how="left_semi")
-        for field in df.schema.fields:
-            if field.name in kept.columns:
-                kept = kept.withColumn(field.name, col(field.name).cast(field.dataType))
+        df, kept = _typed_alike(df, kept)
         kept = kept.withColumn(scd2_history.ORIGIN, F.lit(scd2_history.KEPT))
         if HARD_DELETE_FLAG in df.columns:
             kept = kept.withColumn(HARD_DELETE_FLAG, F.lit(False))
         df = df.unionByName(kept, allowMissingColumns=True)
     return KeptEvents(dataclasses.replace(staged, df=df), read)
+
+
+def _typed_alike(df, kept):
+    """The batch's events and the kept ones with one type per column: the batch's, but where a column
+    is null in every event of the batch (a delete's empty payload, a partial update), which gives it no
+    type: the kept events' type then, so that whether a load succeeds does not depend on batching."""
+    kinds = {f.name: f.dataType for f in kept.schema.fields}
+    for field in df.schema.fields:
+        column = col(field.name)
+        if field.name not in kinds:
+            continue
+        if isinstance(field.dataType, T.NullType):
+            df = df.withColumn(field.name, column.cast(kinds[field.name]))
+        else:
+            kept = kept.withColumn(field.name, column.cast(field.dataType))
+    return df, kept
 
 
 def rebuilt(staged_df, target, plan, request: LoadRequest, load_id: str) -> scd2_history.Rebuilt:

@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from .checks import key_tuple
 from .naming import SYSTEM_PREFIX
 from .options import TableHints, WriteDisposition
+from .row_condition import check_row_condition
 
 # scd2 options that set a validity boundary or a version of their own, which the events' sequence sets
 FEED_SCD2_REFUSED = (
@@ -71,13 +72,10 @@ def event_key(disposition: WriteDisposition, hints: TableHints) -> tuple[str, ..
 
 
 def check_condition(argument: str, value: Any) -> str | None:
-    """`apply_as_deletes` / `apply_as_truncates`: a SQL condition over an event, or None. Whether it
-    parses and names columns the events have is checked on the batch (spark/cdc.py)."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(argument, f"{value!r} is not a SQL condition; give one such as \"op = 'D'\"")
-    return value.strip()
+    """`apply_as_deletes` / `apply_as_truncates`: a SQL condition over an event's own columns
+    (model/row_condition.py), or None. Whether it names columns the events have and is true/false is
+    checked on the batch (spark/cdc.py)."""
+    return check_row_condition(argument, value)
 
 
 def check_tombstone_retention(value: Any) -> int:

@@ -16,7 +16,10 @@ like any cursor. The range a load reads, always as versions ``[start, end)``:
   versions committed within ``[window start, window end)`` by commit timestamp, so consecutive windows
   read each commit once and a re-run of a window reads the same versions again.
 
-An empty range loads nothing and keeps the cursor.
+An empty range loads nothing and keeps the cursor. ``start_after_version`` beside the upstream in the
+source spec starts every range after that version, whatever the stored cursor or the window says: the
+way past versions whose changes cannot be read (the feed off, the log or the files cleaned up), which
+each refusal names.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .incremental import Incremental, as_incremental, to_utc
+from .sources import CHANGE_FEED, START_AFTER
 from .window import END_VALUE_RANGE, MANUAL_FROM_CURSOR, STATEFUL_INCREMENTAL, Window, resolve_window
 
 CHANGE_TYPE = "_change_type"
@@ -100,10 +104,12 @@ def version_window(
     now: datetime,
     commits: list[Commit],
     current_version: int,
+    after: int | None = None,
 ) -> Window:
     """The versions ``[start, end)`` this load reads (see the module docstring), as a window of the
     ``int`` cursor ``_commit_version`` with the rule that chose it. `commits`: the upstream's commits
-    its log still holds, oldest first; `current_version`: its newest version."""
+    its log still holds, oldest first; `current_version`: its newest version; `after`: the source's
+    ``start_after_version``, below which no window starts, whatever the stored cursor says."""
     arguments = {"data_interval": data_interval, "run_context": run_context, "stored_state": stored_state}
     by_version = resolve_window(incremental, cursor_type="int", now=now, **arguments)
     top = current_version + 1
@@ -111,7 +117,7 @@ def version_window(
         start = _first_after(incremental.initial_value, by_version.start, by_version.start_closed)
         end = top if by_version.end is None or by_version.rule == MANUAL_FROM_CURSOR else by_version.end
         end = min(end + (1 if by_version.end_closed and end < top else 0), top)
-        return _versions(start, max(end, start), by_version)
+        return _versions(start, end, by_version, after)
     timeless = dataclasses.replace(incremental, initial_value=None)
     by_time = resolve_window(timeless, cursor_type="timestamp", now=now, **arguments)
     start = _first_at(commits, by_time.start, top, 0)
@@ -120,7 +126,7 @@ def version_window(
     end = _first_at(commits, by_time.end, top, top)
     if incremental.initial_value is not None:
         start = max(start, incremental.initial_value + 1)
-    return _versions(start, max(end, start), by_time)
+    return _versions(start, end, by_time, after)
 
 
 def _log_lost_some(commits: list[Commit], start: datetime | None) -> bool:
@@ -145,7 +151,10 @@ def _first_at(commits: list[Commit], instant: datetime | None, top: int, unbound
     return next((c.version for c in commits if c.timestamp >= instant), top)
 
 
-def _versions(start: int, end: int, window: Window) -> Window:
+def _versions(start: int, end: int, window: Window, after: int | None) -> Window:
+    """Versions ``[start, end)``, none at or before `after`."""
+    start = start if after is None else max(start, after + 1)
+    end = max(end, start)
     return Window(
         start=start,
         end=end,
@@ -158,17 +167,18 @@ def _versions(start: int, end: int, window: Window) -> Window:
     )
 
 
-def range_problem(start: int, end: int, oldest: int | None, disabled: list[int]) -> str | None:
-    """Why versions ``[start, end)`` cannot be read, or None: `oldest` is the oldest version the log
-    still holds, `disabled` the versions of the range the change data feed was off at."""
+def range_problem(
+    start: int, end: int, oldest: int | None, disabled: list[int], uri: str, current: int
+) -> str | None:
+    """Why versions ``[start, end)`` of the upstream at `uri` cannot be read, or None: `oldest` is the
+    oldest version the log still holds, `disabled` the versions of the range the change data feed was
+    off at, `current` the upstream's newest version. Each says the way on (`way_past`)."""
     if start >= end:
         return None
     if oldest is not None and start < oldest:
         return (
             f"versions {start} to {oldest - 1} are no longer in its log (log cleanup removed them after "
-            "delta.logRetentionDuration), so their changes cannot be read. Reload the target from the "
-            "upstream's current rows, then go on from the current version with "
-            f"incremental=Incremental({COMMIT_VERSION!r}, initial_value=<that version>, range_start='open')"
+            "delta.logRetentionDuration), so their changes cannot be read. " + reload_advice(uri, current)
         )
     if disabled:
         first, last = disabled[0], disabled[-1]
@@ -177,7 +187,23 @@ def range_problem(start: int, end: int, oldest: int | None, disabled: list[int])
             + (f" to {last}" if last != first else "")
             + f", so their changes were not recorded. Turn it on ({CDF_PROPERTY}=true, e.g. "
             f"table_properties={{{CDF_PROPERTY!r}: True}} on the loads that write it) and read the "
-            f"versions after it: incremental=Incremental({COMMIT_VERSION!r}, initial_value={last}, "
-            "range_start='open')"
+            f"versions after it, with the source {way_past(uri, last)}"
         )
     return None
+
+
+def reload_advice(uri: str, current: int | None) -> str:
+    """What to do where versions' changes are lost: reload, then read only the versions after."""
+    at = "" if current is None else f" (version {current})"
+    return (
+        f"Reload the target from the upstream's current rows{at}, then go on after that version with "
+        f"the source {way_past(uri, current)}"
+    )
+
+
+def way_past(uri: str, version: int | None) -> str:
+    """The source spec that reads only the versions after `version` (None: the one to name),
+    whatever the stored cursor says."""
+    if version is None:
+        return f"{{{CHANGE_FEED!r}: {uri!r}, {START_AFTER!r}: <that version>}}"
+    return repr({CHANGE_FEED: uri, START_AFTER: version})

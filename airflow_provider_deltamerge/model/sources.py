@@ -7,7 +7,8 @@ A source spec is a small JSON-only dict, so it can travel inside a LoadRequest t
 - SQL:      ``{"sql": "SELECT * FROM landing.flights WHERE time_hour >= :window_start"}``
 - callable: ``{"callable": "my_package.sources:flights"}``, called as ``fn(spark, window)``
 - change feed: ``{"delta_changes": "s3://lake/bronze/orders"}``, the changes of an upstream Delta table
-  between two of its versions (`model.change_feed`; read with delta-rs, the load's storage options)
+  between two of its versions (`model.change_feed`; read with delta-rs, the load's storage options);
+  ``"start_after_version": N`` beside it reads only the versions after N
 
 A plain string is read as a callable when it looks like ``module.path:function``, as a table name
 when it is a dotted identifier, and as SQL otherwise.
@@ -25,6 +26,7 @@ from .secrets import credential_values, redact_text, redacted
 
 SOURCE_KINDS = ("reader", "table", "sql", "callable", "delta_changes")
 CHANGE_FEED = "delta_changes"
+START_AFTER = "start_after_version"  # with CHANGE_FEED: no load reads this upstream version or older
 READER_KEYS = ("format", "path", "options")
 WINDOW_PARAMETERS = ("window_start", "window_end")
 
@@ -41,6 +43,8 @@ def parse_source(value: str | dict[str, Any]) -> dict[str, Any]:
     if "format" in value:
         return _parse_reader(value)
     kinds = [k for k in SOURCE_KINDS[1:] if k in value]
+    if CHANGE_FEED in value and START_AFTER in value:
+        return _change_feed(value)
     if len(kinds) != 1 or len(value) != 1:
         raise ConfigError(
             "source",
@@ -69,6 +73,25 @@ def names_change_feed(value: Any) -> bool:
     """Whether an operator's source argument (a spec, maybe not rendered yet) is a change feed, whose
     cursor is implied: the upstream's commit version."""
     return isinstance(value, dict) and CHANGE_FEED in value
+
+
+def _change_feed(value: dict[str, Any]) -> dict[str, Any]:
+    """``{"delta_changes": <upstream>, "start_after_version": N}``: the feed read after version N only,
+    whatever the stored cursor or the window says (the way past versions that cannot be read)."""
+    unknown = sorted(set(value) - {CHANGE_FEED, START_AFTER})
+    if unknown:
+        raise ConfigError(
+            "source", f"unknown change feed key(s) {unknown}; valid: {CHANGE_FEED}, {START_AFTER}"
+        )
+    after = value[START_AFTER]
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise ConfigError(
+            f"source.{START_AFTER}",
+            f"{after!r} must be an upstream version number (a whole number, 0 or more): the last version "
+            "not to read",
+        )
+    spec = parse_source({CHANGE_FEED: value[CHANGE_FEED]})
+    return {**spec, START_AFTER: after}
 
 
 def _table_location(text: str) -> str:

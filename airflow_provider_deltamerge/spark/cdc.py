@@ -16,6 +16,7 @@ from ..errors import ConfigError, MissingKeyColumnError, SequenceError
 from ..model.cdc import sequence_columns
 from ..model.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..model.options import TableHints
+from ..model.row_condition import check_row_condition
 from ..plan.merge import HARD_DELETE_FLAG
 from . import profile
 from .frames import DUPLICATE_EXAMPLES, INPUT_ORDER, RANK
@@ -111,9 +112,11 @@ def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ..
 
 
 def check_condition(df: DataFrame, argument: str, condition: str) -> None:
-    """Refuse a condition that does not parse, names a column the events lack, or is not true/false,
-    before any job runs."""
+    """Refuse a condition that is not over the event's own columns (model/row_condition.py; here a name
+    Spark reads as a function must be a column), does not parse, names a column the events lack, or is
+    not true/false, before any job runs."""
     data = [c for c in df.columns if c != INPUT_ORDER]
+    check_row_condition(argument, condition, data)
     try:
         kind = df.select(F.expr(condition).alias("condition")).schema["condition"].dataType
     except Exception as exc:  # Spark's parse and analysis errors: their first line says what is wrong

@@ -7,6 +7,10 @@ event (apply_as_deletes is not there yet); the cursor state is the last bronze v
 
 from __future__ import annotations
 
+import ast
+import os
+import re
+import shutil
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -45,8 +49,8 @@ def silver(spark, dataset, **arguments):
     arguments.setdefault("write_disposition", UPSERT)
     arguments.setdefault("primary_key", "id")
     arguments.setdefault("sequence_by", "_commit_version")
+    arguments.setdefault("source", {"delta_changes": f"{dataset}/bronze/customers"})
     request = LoadRequest.create(
-        source={"delta_changes": f"{dataset}/bronze/customers"},
         dataset=f"{dataset}/silver",
         table_name="customers",
         pipeline_name=PIPELINE,
@@ -200,18 +204,99 @@ def test_a_table_without_its_feed_is_refused(spark, dataset):
     assert not DeltaTable.is_deltatable(f"{dataset}/silver/customers")
 
 
+def advised_source(error: ChangeFeedError) -> dict:
+    """The source spec a refusal says to go on with, exactly as its message writes it."""
+    found = re.search(r"with the source (\{.*?\})", str(error))
+    assert found is not None, str(error)
+    return ast.literal_eval(found.group(1))
+
+
 def test_versions_before_the_feed_was_turned_on_are_refused(spark, dataset):
     bronze(spark, dataset, [{"id": 1, "name": "ann"}], table_properties=None)  # version 0: no feed
     bronze(spark, dataset, [{"id": 2, "name": "bob"}])  # version 1 turns it on, version 2 loads
-    with pytest.raises(
-        ChangeFeedError, match=r"off at version\(s\) 0, .*initial_value=0, range_start='open'"
-    ):
+    with pytest.raises(ChangeFeedError, match=r"off at version\(s\) 0, ") as refused:
         silver(spark, dataset)
     assert not DeltaTable.is_deltatable(f"{dataset}/silver/customers")
-    after = Incremental("_commit_version", initial_value=0, range_start="open")
-    info = silver(spark, dataset, incremental=after)
+    source = advised_source(refused.value)
+    assert source == {"delta_changes": f"{dataset}/bronze/customers", "start_after_version": 0}
+    info = silver(spark, dataset, source=source)
     assert (info.window["start"], info.window["end"]) == (1, 3)
     assert live(silver_rows(dataset)) == {2: "bob"}
+
+
+def test_a_gap_in_the_feed_after_a_stored_cursor_is_passed_as_the_refusal_says(spark, dataset):
+    """The feed off for some versions after silver loaded: the stored cursor would start inside the gap
+    every run (an incremental's initial_value does not count once a cursor is stored); the source the
+    refusal names starts after the gap, and later runs go on from the stored cursor without it."""
+    bronze(spark, dataset, [{"id": 1, "name": "ann"}])  # version 0, feed on
+    silver(spark, dataset)
+    assert cursor(dataset) == 0
+    off = {"delta.enableChangeDataFeed": False}
+    bronze(spark, dataset, [{"id": 2, "name": "bob"}], table_properties=off)  # 1 turns it off, 2 loads
+    bronze(spark, dataset, [{"id": 3, "name": "cid"}])  # 3 turns it on again, 4 loads
+    version = DeltaTable(f"{dataset}/silver/customers").version()
+    for _ in range(2):  # refused alike every run: the stored cursor starts in the gap
+        with pytest.raises(ChangeFeedError, match=r"off at version\(s\) 1 to 2, ") as refused:
+            silver(spark, dataset)
+    assert DeltaTable(f"{dataset}/silver/customers").version() == version and cursor(dataset) == 0
+    dead_end = Incremental("_commit_version", initial_value=2, range_start="open")
+    with pytest.raises(ChangeFeedError, match=r"off at version\(s\) 1 to 2"):
+        silver(spark, dataset, incremental=dead_end)  # the advice before: the stored cursor wins
+    source = advised_source(refused.value)
+    assert source == {"delta_changes": f"{dataset}/bronze/customers", "start_after_version": 2}
+    info = silver(spark, dataset, source=source)
+    assert (info.window["start"], info.window["end"]) == (3, 5)
+    assert live(silver_rows(dataset)) == {1: "ann", 3: "cid"} and cursor(dataset) == 4
+    bronze(spark, dataset, [{"id": 1, "name": "ann2"}])  # version 5
+    kept = silver(spark, dataset, source=source)  # the option may stay: the cursor is past it
+    assert (kept.window["start"], kept.window["end"]) == (5, 6)
+    bronze(spark, dataset, [{"id": 3, "name": "cid2"}])  # version 6
+    later = silver(spark, dataset)  # or go without it
+    assert (later.window["start"], later.window["end"]) == (6, 7)
+    assert live(silver_rows(dataset)) == {1: "ann2", 3: "cid2"} and cursor(dataset) == 6
+
+
+def test_a_window_of_the_run_starts_after_the_version_the_source_names(spark, dataset):
+    bronze(spark, dataset, [{"id": 1, "name": "ann"}])
+    bronze(spark, dataset, [{"id": 2, "name": "bob"}])
+    times = commit_times(dataset)
+    source = {"delta_changes": f"{dataset}/bronze/customers", "start_after_version": 0}
+    info = silver(spark, dataset, source=source, **scheduled(times[0], times[1] + timedelta(seconds=1)))
+    assert (info.window["start"], info.window["end"]) == (1, 2) and live(silver_rows(dataset)) == {2: "bob"}
+
+
+def _remove_change_files(path):
+    shutil.rmtree(f"{path}/_change_data")  # what a VACUUM past their retention does
+
+
+def _remove_a_log_entry(path):
+    os.remove(f"{path}/_delta_log/{1:020d}.json")
+
+
+@pytest.mark.parametrize(
+    "lose, says",
+    [
+        (_remove_change_files, r"versions 1 to 2: its changes or its log cannot be read \(ArrowInvalid"),
+        (_remove_a_log_entry, r"customers: its changes or its log cannot be read \(DeltaError"),
+    ],
+)
+def test_changes_that_cannot_be_read_are_refused_and_the_refusal_says_the_way_on(spark, dataset, lose, says):
+    bronze(spark, dataset, [{"id": 1, "name": "ann"}])
+    silver(spark, dataset)
+    bronze(spark, dataset, [{"id": 1, "name": "ann2"}, {"id": 2, "name": "bob"}])  # version 1: an update
+    bronze(spark, dataset, [{"id": 2, "name": "bob2"}])  # version 2
+    lose(f"{dataset}/bronze/customers")
+    version = DeltaTable(f"{dataset}/silver/customers").version()
+    with pytest.raises(ChangeFeedError, match=says) as refused:
+        silver(spark, dataset)
+    assert "Reload the target from the upstream's current rows" in str(refused.value)
+    assert DeltaTable(f"{dataset}/silver/customers").version() == version and cursor(dataset) == 0
+    if lose is _remove_change_files:  # the log is whole: the version to go on after is named
+        source = advised_source(refused.value)
+        assert source["start_after_version"] == 2
+        bronze(spark, dataset, [{"id": 3, "name": "cid"}])  # version 3
+        info = silver(spark, dataset, source=source)
+        assert (info.window["start"], info.window["end"]) == (3, 4) and cursor(dataset) == 3
 
 
 def test_versions_that_log_cleanup_removed_are_refused(spark, dataset):

@@ -25,14 +25,15 @@ def request(**arguments):
     arguments.setdefault("write_disposition", UPSERT)
     arguments.setdefault("primary_key", "id")
     arguments.setdefault("sequence_by", "_commit_version")
-    return LoadRequest.create(source=FEED, dataset="/lake/silver", table_name="orders", **arguments)
+    arguments.setdefault("source", FEED)
+    return LoadRequest.create(dataset="/lake/silver", table_name="orders", **arguments)
 
 
 def commits(hours: list[int]) -> list[Commit]:
     return [Commit(v, T0 + timedelta(hours=h)) for v, h in enumerate(hours)]
 
 
-def window(incremental=None, *, interval=None, run=None, state=None, log=None, current=None):
+def window(incremental=None, *, interval=None, run=None, state=None, log=None, current=None, after=None):
     log = commits([0, 1, 2, 3]) if log is None else log
     return version_window(
         incremental or Incremental("_commit_version", range_start="open"),
@@ -42,6 +43,7 @@ def window(incremental=None, *, interval=None, run=None, state=None, log=None, c
         now=NOW,
         commits=log,
         current_version=log[-1].version if current is None else current,
+        after=after,
     )
 
 
@@ -110,18 +112,53 @@ def test_a_window_reaching_before_the_log_starts_is_flagged():
     scheduled = {"run_id": "s", "run_type": "scheduled"}
     early = window(interval=(T0, T0 + timedelta(hours=6)), run=scheduled, log=log)
     assert _range(early) == (0, 6, False)
-    assert "versions 0 to 4 are no longer in its log" in range_problem(early.start, early.end, 5, [])
+    problem = range_problem(early.start, early.end, 5, [], "/lake/t", 6)
+    assert "versions 0 to 4 are no longer in its log" in problem
+    assert "(version 6), then go on after that version with the source " in problem
+    assert problem.endswith("{'delta_changes': '/lake/t', 'start_after_version': 6}")
     late = window(
         interval=(T0 + timedelta(hours=5, minutes=30), T0 + timedelta(hours=7)), run=scheduled, log=log
     )
-    assert _range(late) == (6, 7, False) and range_problem(6, 7, 5, []) is None
+    assert _range(late) == (6, 7, False) and range_problem(6, 7, 5, [], "/lake/t", 6) is None
 
 
 def test_versions_with_the_feed_off_are_named():
-    problem = range_problem(0, 4, 0, [0, 1])
+    problem = range_problem(0, 4, 0, [0, 1], "/lake/t", 3)
     assert problem.startswith("its change data feed was off at version(s) 0 to 1")
-    assert "initial_value=1, range_start='open'" in problem and "delta.enableChangeDataFeed" in problem
-    assert range_problem(3, 3, 5, [3]) is None  # an empty range reads nothing
+    assert "delta.enableChangeDataFeed" in problem
+    assert problem.endswith("with the source {'delta_changes': '/lake/t', 'start_after_version': 1}")
+    assert range_problem(3, 3, 5, [3], "/lake/t", 3) is None  # an empty range reads nothing
+
+
+def test_the_source_may_name_the_version_to_start_after():
+    spec = {"delta_changes": "/lake/bronze/orders/", "start_after_version": 4}
+    assert parse_source(spec) == {"delta_changes": "/lake/bronze/orders", "start_after_version": 4}
+    assert request(source=spec).source["start_after_version"] == 4
+    for bad in (-1, "4", 4.0, True, None):
+        with pytest.raises(ConfigError, match="source.start_after_version: .* must be an upstream version"):
+            parse_source({"delta_changes": "/lake/t", "start_after_version": bad})
+    with pytest.raises(ConfigError, match=r"unknown change feed key\(s\) \['table'\]"):
+        parse_source({"delta_changes": "/lake/t", "start_after_version": 1, "table": "x"})
+    with pytest.raises(ConfigError, match="relative path"):
+        parse_source({"delta_changes": "t", "start_after_version": 1})
+
+
+def test_no_window_starts_at_or_before_the_version_the_source_names():
+    state = {"incremental": {"_commit_version": {"last_value": 1}}}
+    assert _range(window(state=state)) == (2, 4, True)
+    assert _range(window(state=state, after=2)) == (3, 4, True)  # past the stored cursor
+    assert _range(window(state={"incremental": {"_commit_version": {"last_value": 3}}}, after=1)) == (
+        4,
+        4,
+        True,
+    )  # the cursor is past it
+    assert _range(window(after=3)) == (4, 4, True)  # nothing after it yet: an empty range
+    ranged = Incremental("_commit_version", initial_value=-1, end_value=3, range_start="open")
+    assert _range(window(ranged, after=0)) == (1, 3, False)
+    scheduled = {"run_id": "s", "run_type": "scheduled"}
+    interval = (T0, T0 + timedelta(hours=2, minutes=30))
+    assert _range(window(interval=interval, run=scheduled)) == (0, 3, False)
+    assert _range(window(interval=interval, run=scheduled, after=1)) == (2, 3, False)
 
 
 def _range(w) -> tuple[int, int, bool]:
