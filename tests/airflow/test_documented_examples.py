@@ -57,13 +57,17 @@ def localized(code: str, lake: Path) -> str:
 
 
 def first_scheduled_run(dag):
-    """The logical date of the DAG's first scheduled run: its cron schedule's first time after start_date."""
-    from croniter import croniter
+    """The logical date of the DAG's first scheduled run at or after its start_date, as the scheduler's
+    own timetable makes it."""
+    from airflow.timetables.base import TimeRestriction
 
-    from airflow_provider_deltamerge.operators.context import _cron_of
+    from airflow_provider_deltamerge.operators.schedule import core_timetable
 
-    expression, _ = _cron_of(dag.timetable)
-    return croniter(expression, dag.start_date).get_next(type(dag.start_date))
+    restriction = TimeRestriction(earliest=dag.start_date, latest=None, catchup=True)
+    info = core_timetable(dag.timetable).next_dagrun_info(
+        last_automated_data_interval=None, restriction=restriction
+    )
+    return info.logical_date
 
 
 def run_defined(namespace: dict) -> list[str]:
