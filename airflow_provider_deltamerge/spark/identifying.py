@@ -15,6 +15,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .names import col
+
 
 def identifying_columns(request) -> frozenset[str]:
     """The stored names of the columns of `request` (a LoadRequest) whose values tell rows apart."""
@@ -22,8 +24,8 @@ def identifying_columns(request) -> frozenset[str]:
     names = {*hints.primary_key, *hints.merge_key, *hints.sequence_by}
     if hints.dedup_sort is not None:
         names.add(hints.dedup_sort[0])
-    if request.cursor is not None:
-        names.add(request.cursor.cursor_path.split(".")[0])
+    if request.cursor is not None:  # a top-level column named with dots, or a struct's top column
+        names.update({request.cursor.cursor_path, request.cursor.cursor_path.split(".")[0]})
     names.update(name for name, column in request.declared.items() if column.partition)
     return frozenset(names)
 
@@ -41,7 +43,7 @@ def one_value_per_number(df: DataFrame, columns: frozenset[str]) -> DataFrame:
 
 
 def _one_value(name: str, kind: T.DataType):
-    column = F.col("`" + name.replace("`", "``") + "`")
+    column = col(name)
     return (
         F.when(F.isnan(column), F.lit(float("nan")).cast(kind))
         .when(column == 0, F.lit(0.0).cast(kind))

@@ -252,6 +252,15 @@ def test_insert_only_takes_minus_zero_as_the_key_the_table_holds(spark, dataset)
     assert [(repr(r["k"]), r["v"]) for r in rows] == [("0.0", 1)]
 
 
+def test_a_float_cursor_named_with_dots_stores_minus_zero_as_zero(spark, dataset):
+    """A top-level cursor column whose name holds dots is the column itself, so its floats follow the
+    one rule of the columns that tell rows apart."""
+    arguments = {"dataset": dataset, "table_name": "t", "naming": "direct", "write_disposition": "append"}
+    run_load([{"at.time": -0.0, "v": 1}], spark=spark, incremental=Incremental("at.time"), **arguments)
+    rows = DeltaTable(f"{dataset}/t").to_pyarrow_table().to_pylist()
+    assert [(repr(r["at.time"]), r["v"]) for r in rows] == [("0.0", 1)]
+
+
 def test_delete_insert_keeps_one_row_of_both_zeros_and_dedup_sort_picks_it(spark, dataset):
     columns = {"k": {"primary_key": True}, "v": {"dedup_sort": "desc"}}
     arguments = {"write_disposition": "merge", "columns": columns, "dataset": dataset, "table_name": "t"}
