@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 
 from ..errors import ConfigError, MissingKeyColumnError, SequenceError
 from ..model.cdc import sequence_columns
-from ..model.naming import HELPER_PREFIX, SYSTEM_PREFIX
+from ..model.naming import HELPER_PREFIX, SYSTEM_PREFIX, backticked
 from ..model.options import TableHints
 from ..model.row_condition import check_row_condition
 from ..plan.merge import HARD_DELETE_FLAG
@@ -149,7 +149,7 @@ def null_counts(columns: list[str], primary_key: tuple[str, ...]) -> list:
     key columns are null by design, so a key column counts only the other events' nulls."""
     counts = []
     for column in columns:
-        quoted = "`" + column.replace("`", "``") + "`"
+        quoted = backticked(column)
         outside = f" AND NOT `{TRUNCATE_FLAG}`" if column in primary_key else ""
         counts.append(profile.counted_where(f"{quoted} IS NULL{outside}").alias(f"null:{column}"))
     return counts
