@@ -11,6 +11,7 @@ from __future__ import annotations
 from .errors import (
     BatchTooLargeError,
     CastError,
+    CatalogError,
     ChangeFeedError,
     ColumnNameError,
     ConfigError,
@@ -61,6 +62,7 @@ def __getattr__(name: str):
 __all__ = [
     "BatchTooLargeError",
     "CastError",
+    "CatalogError",
     "ChangeFeedError",
     "ColumnNameError",
     "ConfigError",

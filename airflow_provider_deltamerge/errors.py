@@ -303,6 +303,17 @@ class LoadNotRecordedError(StoreError):
         )
 
 
+class CatalogError(DeltaMergeError):
+    """A table named through a catalog (`schema.table`, `catalog.schema.table`) cannot be loaded as
+    named: the name is malformed, the catalog holds something that is not a Delta table under it, its
+    schema is missing, or the catalog refused a lookup or a registration. `name`: the table's name as
+    given; `problem`: what is wrong and what to do."""
+
+    def __init__(self, name: str, problem: str):
+        self.name, self.problem = name, problem
+        super().__init__(f"table {name!r}: {problem}")
+
+
 class JobFailedError(DeltaMergeError):
     """A load job running outside this process (spark-submit, Spark Connect) failed."""
 

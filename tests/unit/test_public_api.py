@@ -12,6 +12,7 @@ import airflow_provider_deltamerge
 PUBLIC_NAMES = [
     "BatchTooLargeError",
     "CastError",
+    "CatalogError",
     "ChangeFeedError",
     "ColumnNameError",
     "ConfigError",
