@@ -51,7 +51,7 @@ from .options import (
 from .run import RunContext
 from .sources import is_change_feed
 from .storage import delta_rs_options
-from .table_names import TableName, parse_table_name
+from .table_names import TableName, catalog_uri, parse_table_name
 from .table_properties import check_loading_allowed
 from .track_history import check_track_history
 
@@ -220,9 +220,9 @@ class LoadRequest:
 
     @property
     def table_uri(self) -> str:
-        """The table's URI; a catalog table's name until its catalog placed it (load/catalog_target.py)."""
-        if self.dataset is None:
-            return self.target.display(self.table)
+        """The table's URI: a catalog table's by its name (model/table_names.catalog_uri)."""
+        if self.target.in_catalog:
+            return catalog_uri(self.target, self.table, self.catalog)
         return table_uri(self.dataset, self.target.table, self.naming)
 
     def placed(self, dataset: str) -> LoadRequest:

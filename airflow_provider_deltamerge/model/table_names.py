@@ -10,6 +10,7 @@ schema parts are kept as given: the catalog decides what it calls them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from ..errors import CatalogError
 from .naming import backticked
@@ -100,3 +101,16 @@ def _bad_backticks(name: str) -> CatalogError:
         "has a backtick that does not enclose a whole part; quote a part whole (`my-db`.orders) and "
         "double a backtick inside one. Nothing was read or written.",
     )
+
+
+def catalog_namespace(target: TableName, catalog: str = "spark") -> str:
+    """Who names a catalog table, as OpenLineage's namespace and its asset URI's host: the catalog part,
+    else the Spark session's catalog (`spark_catalog`, the namespace of source tables too), or `glue`."""
+    return "glue" if catalog == "glue" else (target.catalog or "spark_catalog")
+
+
+def catalog_uri(target: TableName, stored_table: str, catalog: str = "spark") -> str:
+    """A catalog table's asset URI: `catalog://<catalog>/<schema>/<table>` (the table as stored),
+    whatever folder the catalog keeps it in."""
+    parts = (catalog_namespace(target, catalog), target.schema or "", stored_table)
+    return "catalog://" + "/".join(quote(p, safe="") for p in parts)

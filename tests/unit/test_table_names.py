@@ -53,7 +53,7 @@ def test_malformed_names_are_refused_naming_the_name(bad, says):
 def test_the_naming_convention_applies_to_the_table_part_only():
     request = LoadRequest.create(table_name="Sales_Dept.OrderLines")
     assert (request.table, request.target.schema) == ("order_lines", "Sales_Dept")
-    assert request.dataset is None and request.table_uri == "Sales_Dept.order_lines"
+    assert request.dataset is None and request.table_uri == "catalog://spark_catalog/Sales_Dept/order_lines"
     placed = request.placed("/data/sales")
     assert placed.table_path == "/data/sales/order_lines" and placed.target == request.target
 
