@@ -99,6 +99,50 @@ def scenario_read_again(spark, root: str, writer: str) -> dict:
     return {"tables": tables(spark, "sales"), "rows": rows(spark, "sales.orders")}
 
 
+def scenario_edges(spark, root: str, writer: str) -> dict:
+    """The CLI, maintenance and a recreated table, by the table's catalog name."""
+    import contextlib
+    import io
+
+    from airflow_provider_deltamerge import maintain_table
+    from airflow_provider_deltamerge.cli.main import main
+
+    for day in (1, 2):
+        load(
+            spark,
+            writer,
+            [{"id": day, "n": day}],
+            table_name="sales.orders",
+            create_schema=True,
+            incremental={"cursor_path": "n", "initial_value": 0},
+        )
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["loads", "sales.orders", "--json"])
+    maintained = maintain_table(None, "sales.orders", spark=spark, backend=writer)
+    spark.sql("DROP TABLE sales.orders")
+    import shutil
+
+    shutil.rmtree(f"{root}/warehouse/sales.db/orders")
+    spark.sql("CREATE TABLE sales.orders (id BIGINT, n BIGINT) USING delta")
+    recreated = error_of(
+        lambda: load(
+            spark,
+            writer,
+            [{"id": 3, "n": 3}],
+            table_name="sales.orders",
+            incremental={"cursor_path": "n", "initial_value": 0},
+        )
+    )
+    return {
+        "cli_code": code,
+        "cli": json.loads(printed.getvalue()),
+        "maintained": maintained,
+        "recreated": recreated,
+        "rows_after_refusal": spark.table("sales.orders").count(),
+    }
+
+
 def scenario_refusals(spark, root: str, writer: str) -> dict:
     """A view, a Parquet table, a Hive-format table, a missing schema, four parts: refused, nothing
     written; a new table where the session has no Delta catalog to register it: refused up front."""

@@ -98,3 +98,17 @@ def test_a_registration_that_failed_after_its_commit_is_done_by_the_next_load(tm
     assert seen["before"] == []
     assert seen["after"] == ["_dlt_loads", "orders"]
     assert [r["id"] for r in seen["rows"]] == [1, 2]
+
+
+@needs_jars
+def test_the_cli_maintenance_and_a_recreated_table_by_catalog_name(tmp_path):
+    seen = run_job("edges", tmp_path, "delta-rs")
+    assert seen["cli_code"] == 0
+    assert [row["table"] for row in seen["cli"]] == ["orders", "orders"]
+    assert seen["maintained"]["catalog_table"] == "sales.orders"
+    assert seen["maintained"]["table_location"].endswith("/warehouse/sales.db/orders")
+    refused = seen["recreated"]
+    assert (
+        refused["type"] == "StoreError" and "is not the table its recorded loads wrote" in refused["message"]
+    )
+    assert seen["rows_after_refusal"] == 0
