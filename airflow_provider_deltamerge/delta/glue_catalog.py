@@ -198,9 +198,10 @@ def _check_registered(subject: str, existing: CatalogTable, location: str) -> No
             + f", not a Delta table. {NOT_REGISTERED} Drop that entry, or load under another name.",
         )
     if existing.location is None or not same_location(existing.location, location):
+        registered = f"at {existing.location!r}" if existing.location else "without a location"
         raise CatalogError(
             subject,
-            f"AWS Glue registers it at {existing.location!r}, but this load writes it at {location!r}. "
+            f"AWS Glue registers it {registered}, but this load writes it at {location!r}. "
             f"{NOT_REGISTERED} Load into the registered location, or drop the Glue entry to register "
             "the table anew.",
         )
