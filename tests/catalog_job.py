@@ -134,7 +134,20 @@ def scenario_edges(spark, root: str, writer: str) -> dict:
             incremental={"cursor_path": "n", "initial_value": 0},
         )
     )
+    events = [{"id": 1, "seq": 1, "op": "u"}, {"id": 2, "seq": 2, "op": "d"}]
+    load(
+        spark,
+        writer,
+        events,
+        table_name="sales.customers",
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        primary_key="id",
+        sequence_by="seq",
+        apply_as_deletes="op = 'd'",
+    )
     return {
+        "cdc_tables": tables(spark, "sales"),
+        "tombstones": spark.table("sales._dlt_tombstones_customers").count(),
         "cli_code": code,
         "cli": json.loads(printed.getvalue()),
         "maintained": maintained,

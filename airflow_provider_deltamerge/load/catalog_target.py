@@ -56,7 +56,7 @@ def _glue_catalog(request: LoadRequest) -> Catalog:
             f"catalog='glue' needs AWS Glue's client, which is not available here ({missing}); install "
             "airflow-provider-deltamerge[glue], or use catalog='spark' with a session that reaches Glue",
         ) from None
-    return GlueCatalog.for_request(request)
+    return GlueCatalog(request.storage_options, request.target.catalog)  # a catalog part: Glue's catalog id
 
 
 def place(spark, request: LoadRequest, writer_name: str) -> Placed:

@@ -112,3 +112,5 @@ def test_the_cli_maintenance_and_a_recreated_table_by_catalog_name(tmp_path):
         refused["type"] == "StoreError" and "is not the table its recorded loads wrote" in refused["message"]
     )
     assert seen["rows_after_refusal"] == 0
+    assert {"_dlt_pipeline_state", "_dlt_tombstones_customers"} <= set(seen["cdc_tables"])
+    assert seen["tombstones"] == 1  # the CDC companion, readable with SQL
