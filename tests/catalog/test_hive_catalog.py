@@ -16,6 +16,8 @@ import pytest
 
 from airflow_provider_deltamerge.model.delta_jars import ENV_VAR
 
+pytestmark = pytest.mark.spark
+
 JOB = os.path.join(os.path.dirname(os.path.dirname(__file__)), "catalog_job.py")
 HAS_JARS = bool(os.environ.get(ENV_VAR, "").strip())
 needs_jars = pytest.mark.skipif(

@@ -89,3 +89,21 @@ def test_a_displayed_name_parses_back_into_its_parts(parts):
     name = TableName(*reversed(parts))
     assert parse_table_name(name.display()) == name
     assert parse_table_name(name.sql()) == name
+
+
+@pytest.mark.parametrize(
+    "argument, is_table",
+    [
+        ("sales.orders", True),
+        ("main.sales.orders", True),
+        ("/lake/shop", False),
+        ("s3://b/lake", False),
+        ("./my.data", False),
+        ("lake", False),
+        ("a.b.c.d", False),
+    ],
+)
+def test_a_cli_dataset_argument_names_a_catalog_table_only_as_schema_table(argument, is_table):
+    from airflow_provider_deltamerge.cli.catalog_names import names_catalog_table
+
+    assert names_catalog_table(argument) is is_table
