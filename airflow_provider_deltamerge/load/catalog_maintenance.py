@@ -7,6 +7,7 @@ from typing import Any
 
 from ..delta import maintenance
 from ..errors import CatalogError
+from ..model.arguments import check_table_name
 from ..model.request import LoadRequest
 from ..model.table_names import parse_table_name
 from . import catalog_target
@@ -16,7 +17,7 @@ def maintain_table(dataset: str | None, table_name: str, *, catalog: str = "spar
     """`delta.maintenance.maintain_table`; for `schema.table` (or `catalog.schema.table`) the table the
     catalog holds, which must be a Delta table (CatalogError otherwise, before anything is done). The
     Spark session is `spark` where given, else the shared local one (the Spark catalog's lookup)."""
-    if not parse_table_name(table_name).in_catalog:
+    if not parse_table_name(check_table_name(table_name)).in_catalog:
         return maintenance.maintain_table(dataset, table_name, **options)
     request = LoadRequest.create(
         dataset=dataset, table_name=table_name, naming=options.get("naming", "snake_case"), catalog=catalog
