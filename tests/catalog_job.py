@@ -94,9 +94,34 @@ def scenario_dispositions(spark, root: str, writer: str) -> dict:
 
 
 def scenario_read_again(spark, root: str, writer: str) -> dict:
-    """A second process: the registrations survived, and a load by name finds the table."""
+    """A second process: the registrations survived, and a load by name finds the table; then the hook
+    (as operators run it, in process) loads a source into it by name, without a dataset."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from airflow_provider_deltamerge.hooks import DeltaMergeHook
+    from airflow_provider_deltamerge.model.request import LoadRequest
+
     load(spark, writer, [{"id": 10, "v": "y", "extra": 1}], table_name="sales.orders")
-    return {"tables": tables(spark, "sales"), "rows": rows(spark, "sales.orders")}
+    before = rows(spark, "sales.orders")
+    os.makedirs(f"{root}/landing")
+    pq.write_table(
+        pa.table({"id": [10, 11], "v": ["Y", "w"], "extra": [2, 3]}), f"{root}/landing/part.parquet"
+    )
+    request = LoadRequest.create(
+        source={"format": "parquet", "path": f"{root}/landing"},
+        table_name="sales.orders",
+        write_disposition="merge",
+        primary_key="id",
+        backend=writer,
+    )
+    metrics = DeltaMergeHook(None).run(request)
+    return {
+        "tables": tables(spark, "sales"),
+        "rows": before,
+        "after_hook": rows(spark, "sales.orders"),
+        "hook_metrics": metrics,
+    }
 
 
 def scenario_edges(spark, root: str, writer: str) -> dict:

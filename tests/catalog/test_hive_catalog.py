@@ -83,6 +83,9 @@ def test_a_catalog_table_is_created_registered_and_loaded_with_every_disposition
     again = run_job("read_again", tmp_path, writer)  # another process: the entries survived
     assert again["tables"] == ["_dlt_loads", "baskets", "baskets__items", "orders"]
     assert [r["id"] for r in again["rows"]] == [9, 10]
+    assert [(r["id"], r["v"]) for r in again["after_hook"]] == [(9, "z"), (10, "Y"), (11, "w")]
+    assert again["hook_metrics"]["catalog_table"] == "sales.orders"
+    assert again["hook_metrics"]["table_location"].endswith("/warehouse/sales.db/orders")
 
 
 @needs_jars
