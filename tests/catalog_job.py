@@ -181,6 +181,15 @@ def scenario_edges(spark, root: str, writer: str) -> dict:
     }
 
 
+def scenario_without_jars(spark, root: str, writer: str) -> dict:
+    """A session without Delta's jars: delta-rs loads a table the catalog holds, by name."""
+    from deltalake import DeltaTable
+
+    info = load(spark, writer, [{"id": 12, "v": "q", "extra": 5}], table_name="sales.orders")
+    table = DeltaTable(info["table_location"]).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    return {"ids": sorted(table), "location": info["table_location"], "tables": tables(spark, "sales")}
+
+
 def scenario_refusals(spark, root: str, writer: str) -> dict:
     """A view, a Parquet table, a Hive-format table, a missing schema, four parts: refused, nothing
     written; a new table where the session has no Delta catalog to register it: refused up front."""

@@ -178,6 +178,9 @@ def register_tables(placed: Placed) -> list[str]:
     entry of its name; the names registered. Idempotent, and safe with another load doing the same."""
     request, catalog = placed.request, placed.catalog
     schema, registered = request.target.schema, []
+    if not getattr(catalog, "registers_delta", lambda: True)():  # a table it holds, loaded by delta-rs
+        log.warning("this Spark session cannot register Delta tables; the load's tables were not registered")
+        return registered
     for name in tables_of_load(request):
         location = table_path(request.dataset, name)
         entry = catalog.table(schema, name)

@@ -2,8 +2,10 @@
 with (a Hive metastore, Glue through EMR's client, Unity Catalog through its Spark connector,
 `spark_catalog` with Delta's catalog), asked in Spark SQL.
 
-An entry is read with `DESCRIBE TABLE EXTENDED` (its Provider, Type and Location rows: what Spark's
-catalog itself holds); a schema's location with `DESCRIBE NAMESPACE EXTENDED`. A table is registered
+An entry is read with `SHOW TABLE EXTENDED` (its Provider, Type and Location: what the catalog itself
+holds, read without resolving the table, so a session without Delta's jars reads a Delta table's entry
+too), or `DESCRIBE TABLE EXTENDED` where a catalog does not answer that; a schema's location with
+`DESCRIBE NAMESPACE EXTENDED`. A table is registered
 with `CREATE TABLE IF NOT EXISTS ... USING delta LOCATION`, which takes the table's schema from its
 Delta log; that statement needs Delta's catalog in the session.
 """
@@ -34,7 +36,9 @@ class SparkCatalog:
             return self.spark.sql(statement).collect()
         except PySparkException as error:
             raise CatalogError(
-                subject, f"Spark's catalog refused `{statement}`: {_first_line(error)}"
+                subject,
+                f"Spark's catalog refused `{statement}`: {_first_line(error)}. Check the session's catalog "
+                "settings and its permissions on the schema.",
             ) from None
 
     def schemas(self) -> list[str]:
@@ -47,13 +51,30 @@ class SparkCatalog:
         return location or None
 
     def table(self, schema: str, name: str) -> CatalogTable | None:
+        try:
+            info = self._shown(schema, name)
+        except CatalogError:  # a catalog that does not answer SHOW TABLE EXTENDED
+            info = self._described(schema, name)
+        if info is None:
+            return None
+        kind = "view" if info.get("Type") == "VIEW" else (info.get("Provider") or "hive").lower()
+        return CatalogTable(schema, name, kind, info.get("Location") or None, info.get("Type") == "MANAGED")
+
+    def _shown(self, schema: str, name: str) -> dict[str, str] | None:
+        statement = f"SHOW TABLE EXTENDED IN {self._qualified(schema)} LIKE '{_quoted(name)}'"
+        for row in self._sql(statement, f"{schema}.{name}"):
+            if row.tableName.lower() == name.lower() and not row.isTemporary:
+                lines = (line.partition(": ") for line in row.information.splitlines())
+                return {key: value for key, _, value in lines}
+        return None
+
+    def _described(self, schema: str, name: str) -> dict[str, str] | None:
         qualified = self._qualified(schema, name)
         if not self.spark.catalog.tableExists(qualified):
             return None
-        rows = self._sql(f"DESCRIBE TABLE EXTENDED {qualified}", f"{schema}.{name}")
-        info = {row[0]: row[1] for row in rows}
-        kind = "view" if info.get("Type") == "VIEW" else (info.get("Provider") or "hive").lower()
-        return CatalogTable(schema, name, kind, info.get("Location") or None, info.get("Type") == "MANAGED")
+        return {
+            row[0]: row[1] for row in self._sql(f"DESCRIBE TABLE EXTENDED {qualified}", f"{schema}.{name}")
+        }
 
     def create_schema(self, schema: str, location: str | None = None) -> None:
         where = f" LOCATION '{_quoted(location)}'" if location else ""

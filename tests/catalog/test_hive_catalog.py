@@ -86,6 +86,9 @@ def test_a_catalog_table_is_created_registered_and_loaded_with_every_disposition
     assert [(r["id"], r["v"]) for r in again["after_hook"]] == [(9, "z"), (10, "Y"), (11, "w")]
     assert again["hook_metrics"]["catalog_table"] == "sales.orders"
     assert again["hook_metrics"]["table_location"].endswith("/warehouse/sales.db/orders")
+    if writer == "delta-rs":  # a session without Delta's jars finds the table and delta-rs loads it
+        bare = run_job("without_jars", tmp_path, writer, jars=False)
+        assert bare["ids"] == [9, 10, 11, 12] and bare["location"].endswith("/warehouse/sales.db/orders")
 
 
 @needs_jars
