@@ -47,7 +47,7 @@ _LAZY = {
     "Incremental": "model.incremental",
     "backfill_windows": "model.backfill",
     "default_session": "spark.session",
-    "maintain_table": "delta.maintenance",
+    "maintain_table": "load.catalog_maintenance",
 }
 
 

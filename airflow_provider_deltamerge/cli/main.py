@@ -16,12 +16,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..errors import DeltaMergeError
     from ..model.secrets import command_line_secrets, redact_text
+    from .catalog_names import with_catalog_table
     from .commands import COMMANDS
     from .render import print_json, render
 
     secrets = command_line_secrets(sys.argv[1:] if argv is None else argv)
     try:
-        result = COMMANDS[args.command](args)
+        result = COMMANDS[args.command](with_catalog_table(args))
     except (DeltaMergeError, DeltaError, OSError) as exc:
         print(f"deltamerge {args.command}: error: {redact_text(str(exc), secrets)}", file=sys.stderr)
         return EXIT_ERROR

@@ -22,6 +22,7 @@ EPILOG = """\
 examples:
   deltamerge tables /lake/shop
   deltamerge loads /lake/shop --table orders --last 5
+  deltamerge loads sales.orders
   deltamerge state /lake/shop --json
   deltamerge history /lake/shop orders
   deltamerge load /lake/shop orders --format parquet --path /landing/orders \\
@@ -113,7 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
         "better left in the environment (AWS_*, AZURE_* variables), which delta-rs reads too",
     )
     reading = argparse.ArgumentParser(add_help=False, parents=[output, storage])
-    reading.add_argument("dataset", metavar="DATASET", help="the dataset: a path, or an s3:// or az:// URI")
+    reading.add_argument(
+        "dataset",
+        metavar="DATASET",
+        help="the dataset: a path, or an s3:// or az:// URI; or a catalog table (sales.orders), read "
+        "where the Spark session's catalog keeps it",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     loads = commands.add_parser("loads", parents=[reading], help="the load records, newest first")

@@ -51,6 +51,7 @@ class DeltaRsSnapshot:
     version: int
     schema: object  # pyspark StructType
     partition_columns: tuple[str, ...] = ()
+    table_id: str | None = None  # the table's Delta id (metaData.id): a recreated table has another
 
     def row_count(self) -> int | None:
         return files_and_rows(self.table)[1]
@@ -110,8 +111,10 @@ class DeltaRsWriter:
             except TableNotFoundError:
                 return None
         arrow_schema = pa.schema(table.schema().to_arrow())
-        partitions = tuple(table.metadata().partition_columns)
-        return DeltaRsSnapshot(table, table.version(), from_arrow_schema(arrow_schema), partitions)
+        metadata = table.metadata()
+        partitions = tuple(metadata.partition_columns)
+        schema = from_arrow_schema(arrow_schema)
+        return DeltaRsSnapshot(table, table.version(), schema, partitions, metadata.id)
 
     def read_columns(self, spark, snapshot: DeltaRsSnapshot, columns: list[str]):
         """The snapshot's columns in Spark: its local parquet files where that is exact, else read via

@@ -174,6 +174,7 @@ class DeltaSparkSnapshot:
     schema: Any  # pyspark StructType
     frame: Any  # the table as of `version`, a Spark DataFrame
     partition_columns: tuple[str, ...] = ()
+    table_id: str | None = None  # the table's Delta id (metaData.id): a recreated table has another
 
 
 class DeltaSparkWriter:
@@ -190,12 +191,13 @@ class DeltaSparkWriter:
             return None
         delta_table = load_table(DeltaTable, spark, ref)
         version = _latest_version(delta_table)
-        partitions = tuple(delta_table.detail().select("partitionColumns").first()[0] or ())
+        detail = delta_table.detail().select("partitionColumns", "id").first()
+        partitions = tuple(detail[0] or ())
         if ref.by_name:
             frame = spark.sql(f"SELECT * FROM {ref.quoted_name()} VERSION AS OF {version}")
         else:
             frame = spark.read.format("delta").option("versionAsOf", version).load(ref.location)
-        return DeltaSparkSnapshot(ref, version, frame.schema, frame, partitions)
+        return DeltaSparkSnapshot(ref, version, frame.schema, frame, partitions, detail[1])
 
     def read_columns(self, spark, snapshot: DeltaSparkSnapshot, columns: list[str]):
         return snapshot.frame.select(*(SPARK_SQL.quote(c) for c in columns))

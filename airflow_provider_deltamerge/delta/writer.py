@@ -98,6 +98,7 @@ class TableSnapshot(Protocol):
     version: int
     schema: Any  # pyspark StructType of the table
     partition_columns: tuple[str, ...]
+    table_id: str | None  # the table's Delta id (metaData.id)
 
 
 class DeltaWriter(Protocol):

@@ -307,6 +307,13 @@ class DeltaMergeHook(BaseHook):
         from ..delta.store import read_loads
         from ..model.run import new_load_id
 
+        if request.dataset is None:  # a catalog table's folder, which this process cannot ask the catalog
+            raise ConfigError(
+                "dataset",
+                f"is required to load catalog table {request.table_name!r} with spark-submit: the folder "
+                "the table is (or is to be created) in, where this task reads the load's record after the "
+                "job; or load it in process or over Spark Connect, where the catalog is asked",
+            )
         if request.load_id is None:
             request = request.with_load_id(new_load_id())
         options = request.store_options

@@ -46,6 +46,7 @@ from ..spark.stage import shape_source
 from ..spark.storage import set_hadoop_settings
 from ..spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from . import (
+    catalog_target,
     earlier_loads,
     insert_only,
     nested_tables,
@@ -53,6 +54,7 @@ from . import (
     records,
     staged_arrow,
     staging,
+    table_identity,
     tombstones,
     tracked_history,
     truncates,
@@ -102,7 +104,21 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
 
 
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
+    """The load; a table named through a catalog placed at its folder first, and its tables registered
+    in the catalog before (a registration an earlier load did not finish) and after
+    (load/catalog_target.py)."""
     check_data(data)
+    if not request.target.in_catalog:
+        return _execute(spark, request, data)
+    writer = select_writer(request.backend, spark, None)
+    placed = catalog_target.place(spark, request, writer.name)
+    catalog_target.register_tables(placed)
+    info = _execute(spark, placed.request, data)
+    catalog_target.register_tables(placed)
+    return catalog_target.reported(info, placed)
+
+
+def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps = StepLog(request.table)
     set_hadoop_settings(spark, hadoop_settings(request.dataset, request.storage_options))
     writer = select_writer(request.backend, spark, request.store_options)
@@ -125,6 +141,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
     earlier = reruns.earlier_loads_of_run(request.run, recorded)
     table = writer.snapshot(spark, request.table_path)
+    table_identity.check_same_table(stored, request, table)
     child_tables = nested_tables.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)
     opened = _open_window(request, table, _cursor_state(request, stored, commits), data)
@@ -260,6 +277,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "rows_staged": staged.rows_staged,
         **load.schema.metrics,
         "writer": writer.name,
+        table_identity.TABLE_ID: getattr(table, "table_id", None),
         **reruns.map_index_metrics(request.run),
         **({"replaced_load_ids": list(load.superseded)} if load.superseded else {}),
     }
@@ -319,6 +337,9 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         return earlier_loads.applied_by_another(request, writer, load_id, stream)
     checkpoint("after_commit")
     load.steps.step("commit", "%s", describe_commit(result.version, result.metrics))
+    if table is None:  # the load created the table: its id is known now
+        created = writer.snapshot(spark, request.table_path)
+        base_metrics[table_identity.TABLE_ID] = getattr(created, "table_id", None)
     metrics = {
         **result.metrics,
         **event_metrics(request.hints, staged.rows_extracted, result.metrics, scd2_counts, truncated),

@@ -23,6 +23,7 @@ from .run import RunContext
 from .secrets import credential_values, redact_text
 from .sources import parse_source
 from .storage import check_storage_options
+from .table_names import parse_table_name
 from .table_properties import check_table_properties
 
 NESTED_LAYOUTS = ("flatten", "struct")  # nested_layout: dicts flattened into columns, or kept as structs
@@ -59,11 +60,27 @@ def check_dataset(dataset: Any) -> str:
 
 
 def check_table_name(table_name: Any) -> str:
+    """`table`, `schema.table` or `catalog.schema.table` (model/table_names.py), without a path's
+    separators anywhere."""
     if not isinstance(table_name, str) or not table_name or any(c in table_name for c in NOT_IN_NAMES):
         raise ConfigError("table_name", f"{table_name!r} must be a non-empty name without '/' or '\\'")
     if table_name in (".", ".."):
         raise ConfigError("table_name", f"{table_name!r} is not one folder inside the dataset")
+    parse_table_name(table_name)
     return table_name
+
+
+CATALOGS = ("spark", "glue")  # who names a `schema.table`: the Spark session's catalog, or AWS Glue's API
+
+
+def check_catalog(value: Any) -> str:
+    return choice("catalog", value, CATALOGS)
+
+
+def check_create_schema(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("create_schema", f"{value!r} must be True or False")
+    return value
 
 
 def check_stored_table_name(table_name: str, stored: str, dataset: str | None = None) -> str:
@@ -205,6 +222,8 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     "nested_layout": check_nested_layout,
     "root_key": check_root_key,
     "storage_options": check_storage_options,
+    "catalog": check_catalog,
+    "create_schema": check_create_schema,
 }
 RUN_CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_interval": check_interval,

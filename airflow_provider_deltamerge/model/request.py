@@ -51,6 +51,7 @@ from .options import (
 from .run import RunContext
 from .sources import is_change_feed
 from .storage import delta_rs_options
+from .table_names import TableName, catalog_uri, parse_table_name
 from .table_properties import check_loading_allowed
 from .track_history import check_track_history
 
@@ -72,8 +73,10 @@ class LoadRequest:
     the data is handed to run_load directly.
     """
 
-    dataset: str
-    table_name: str
+    dataset: str | None  # None only for a catalog table: it then lives where its catalog says
+    table_name: (
+        str  # `table` (under dataset), `schema.table` or `catalog.schema.table` (model/table_names.py)
+    )
     source: dict[str, Any] | None = None
     write_disposition: Any = "append"
     primary_key: Any = None
@@ -104,9 +107,12 @@ class LoadRequest:
     nested_layout: str | None = None  # a list of dicts' dicts: "flatten" (dlt's) or "struct" columns
     root_key: bool = False  # _dlt_root_id in child tables whatever the disposition
     storage_options: Any = field(default=None, repr=False)  # delta-rs options: may hold credentials
+    catalog: str = "spark"  # who names a `schema.table`: the session's catalog, or "glue" (AWS Glue's API)
+    create_schema: bool = False  # a catalog table's missing schema created, not refused
 
     # What the job uses, derived once from the arguments above (names in the naming convention).
     table: str = _derived()  # the table's name as stored
+    target: TableName = _derived()  # table_name's parts (a catalog's schema and catalog, where named)
     pipeline: str = _derived()  # pipeline_name, or the default
     disposition: WriteDisposition = _derived()
     hints: TableHints = _derived()  # the hints this disposition uses
@@ -121,12 +127,19 @@ class LoadRequest:
         """The one validation of a load: every argument checked and put in canonical form."""
         for name, check in {**ARGUMENT_CHECKS, **RUN_CHECKS}.items():
             value = getattr(self, name)
-            if name == "source" and value is None:
+            if name in ("source", "dataset") and value is None:
                 continue
             object.__setattr__(self, name, check(value))
         if self.data_interval is not None:
             object.__setattr__(self, "data_interval", tuple(self.data_interval))
         normalize = naming_convention(self.naming)
+        target = parse_table_name(self.table_name)
+        if self.dataset is None and not target.in_catalog:
+            raise ConfigError(
+                "dataset",
+                f"is required for table {self.table_name!r}: a table named without a schema lives under "
+                "the dataset; give a dataset, or name the table through a catalog (schema.table)",
+            )
         disposition = WriteDisposition.parse(self.write_disposition)
         hints = resolve_hints(self.primary_key, self.merge_key, parse_columns(self.columns), normalize)
         disposition = validate_disposition(disposition, hints, normalize)
@@ -157,7 +170,8 @@ class LoadRequest:
             object.__setattr__(self, "incremental", feed_incremental(self.incremental))
             check_feed_load(disposition.strategy, self.sequence_by)
         derived = {
-            "table": check_stored_table_name(self.table_name, normalize(self.table_name), self.dataset),
+            "table": check_stored_table_name(self.table_name, normalize(target.table), self.dataset),
+            "target": target,
             "pipeline": self.pipeline_name or DEFAULT_PIPELINE,
             "disposition": disposition,
             "hints": dataclasses.replace(effective_hints(disposition, hints), **events),
@@ -166,7 +180,9 @@ class LoadRequest:
             "cursor": parse_incremental(self.incremental, normalize),
             "interval": tuple(parse_instant(v) for v in self.data_interval) if self.data_interval else None,
             "run": RunContext.from_value(self.run_context),
-            "store_options": delta_rs_options(self.dataset, self.storage_options),
+            "store_options": (
+                delta_rs_options(self.dataset, self.storage_options) if self.dataset is not None else None
+            ),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
@@ -175,23 +191,23 @@ class LoadRequest:
     def create(cls, **arguments: Any) -> LoadRequest:
         """The validated request; ConfigError names a bad or unknown argument.
 
-        ``arguments``: dataset, table_name (required), source, write_disposition, primary_key,
+        ``arguments``: table_name (required), dataset (required unless the table is named through a
+        catalog: `schema.table`), source, write_disposition, primary_key,
         merge_key, sequence_by, column_list, except_column_list, apply_as_deletes, apply_as_truncates,
         tombstone_retention, ignore_null_updates, ignore_null_updates_column_list,
         ignore_null_updates_except_column_list, track_history_column_list,
         track_history_except_column_list, columns, schema_contract,
         pipeline_name, backend, naming, incremental, window_overwrite, table_properties,
-        max_table_nesting, nested_layout, root_key, storage_options, and the run's data_interval,
-        run_context and load_id.
+        max_table_nesting, nested_layout, root_key, storage_options, catalog, create_schema, and the
+        run's data_interval, run_context and load_id.
         """
         known = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(arguments) - set(known))
         if unknown:
             raise ConfigError("request", f"unknown argument(s) {unknown}; valid: {', '.join(known)}")
-        missing = [name for name in ("dataset", "table_name") if name not in arguments]
-        if missing:
-            raise ConfigError(missing[0], "is required")
-        return cls(**arguments)
+        if "table_name" not in arguments:
+            raise ConfigError("table_name", "is required")
+        return cls(**{"dataset": None, **arguments})
 
     @property
     def stored_table_name(self) -> str:
@@ -204,7 +220,14 @@ class LoadRequest:
 
     @property
     def table_uri(self) -> str:
-        return table_uri(self.dataset, self.table_name, self.naming)
+        """The table's URI: a catalog table's by its name (model/table_names.catalog_uri)."""
+        if self.target.in_catalog:
+            return catalog_uri(self.target, self.table, self.catalog)
+        return table_uri(self.dataset, self.target.table, self.naming)
+
+    def placed(self, dataset: str) -> LoadRequest:
+        """A catalog table's request with the folder its catalog keeps it in (and its bookkeeping)."""
+        return dataclasses.replace(self, dataset=dataset)
 
     def with_load_id(self, load_id: str) -> LoadRequest:
         return dataclasses.replace(self, load_id=load_id)

@@ -44,6 +44,8 @@ LOCKING_PROVIDER = "aws_s3_locking_provider"
 AWS_CONNECTION_TYPES = ("aws",)
 AZURE_CONNECTION_TYPES = ("wasb", "adls", "azure_data_lake", "azure")
 PASSED_THROUGH = "storage_options"  # a connection extra handed to delta-rs as it is
+# AWS Glue's own endpoint, named as boto3 names a service's endpoint; AWS_ENDPOINT_URL is S3's only.
+GLUE_ENDPOINT = "AWS_ENDPOINT_URL_GLUE"
 
 # Option names delta-rs accepts for one setting (compared lower-case), the first is the one we write.
 _ALIASES = {
@@ -117,7 +119,8 @@ def options_from_connection(
     """Storage options from an Airflow connection's fields.
 
     ``aws``: login and password are the access key id and secret; extra ``aws_session_token``,
-    ``region_name``, ``endpoint_url`` (also inside ``service_config.s3``). Azure (``wasb``, ``adls``,
+    ``region_name``, ``endpoint_url`` (also inside ``service_config.s3``), and AWS Glue's endpoint
+    ``service_config.glue.endpoint_url`` as ``AWS_ENDPOINT_URL_GLUE``. Azure (``wasb``, ``adls``,
     ...): login the account name, password the account key; extra ``sas_token``, ``connection_string``,
     ``account_url`` (or an ``http(s)://`` host) as the endpoint. Any type: extra ``storage_options`` is
     handed over as it is, over the fields above.
@@ -142,7 +145,8 @@ def options_from_connection(
 
 
 def _aws_options(login: Any, password: Any, extra: dict[str, Any]) -> dict[str, str]:
-    s3_config = ((extra.get("service_config") or {}).get("s3") or {}) if isinstance(extra, dict) else {}
+    services = (extra.get("service_config") or {}) if isinstance(extra, dict) else {}
+    s3_config, glue_config = services.get("s3") or {}, services.get("glue") or {}
     endpoint = s3_config.get("endpoint_url") or extra.get("endpoint_url") or extra.get("host")
     found = {
         "AWS_ACCESS_KEY_ID": login or extra.get("aws_access_key_id"),
@@ -150,10 +154,27 @@ def _aws_options(login: Any, password: Any, extra: dict[str, Any]) -> dict[str, 
         "AWS_SESSION_TOKEN": extra.get("aws_session_token"),
         "AWS_REGION": extra.get("region_name") or extra.get("region"),
         "AWS_ENDPOINT_URL": endpoint,
+        GLUE_ENDPOINT: glue_config.get("endpoint_url"),
     }
     if endpoint and str(endpoint).startswith("http://"):
         found["AWS_ALLOW_HTTP"] = "true"
     return {key: str(value) for key, value in found.items() if value}
+
+
+def aws_client_settings(options: Mapping[str, str] | None, endpoint_option: str) -> dict[str, str]:
+    """The options' AWS credentials and region as boto3 client arguments (``aws_access_key_id``,
+    ``aws_secret_access_key``, ``aws_session_token``, ``region_name``), and ``endpoint_url`` from the
+    option `endpoint_option` (a service's own endpoint, such as ``AWS_ENDPOINT_URL_GLUE``), each where
+    given: boto3 takes the rest from its default chain."""
+    options = options or {}
+    settings = {
+        "aws_access_key_id": _setting(options, "aws_access_key_id"),
+        "aws_secret_access_key": _setting(options, "aws_secret_access_key"),
+        "aws_session_token": _setting(options, "aws_session_token"),
+        "region_name": _setting(options, "aws_region"),
+        "endpoint_url": _get(options, endpoint_option.lower()),
+    }
+    return {key: value for key, value in settings.items() if value}
 
 
 def _azure_options(login: Any, password: Any, host: Any, extra: dict[str, Any]) -> dict[str, str]:

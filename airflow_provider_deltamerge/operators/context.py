@@ -37,6 +37,8 @@ PROTECTED = (
     "source",
     "dataset",
     "table_name",
+    "catalog",
+    "create_schema",
     "pipeline_name",
     "incremental",
     "naming",

@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 
 from ..model.naming import SYSTEM_PREFIX, naming_convention, table_path, table_uri
 from ..model.storage import delta_rs_options
+from ..model.table_names import TableName, catalog_namespace, parse_table_name
 
 log = logging.getLogger(__name__)
 
@@ -235,13 +236,30 @@ class DeltaLineageMixin:
             if not lineage_enabled():
                 return
             metrics = metrics_list(result)
-            path = table_path(self.dataset, naming_convention(self.naming)(self.table_name))
-            options = delta_rs_options(self.dataset, getattr(self, "storage_options", None))
+            path = self._table_location(metrics)
+            options = delta_rs_options(path, getattr(self, "storage_options", None))
             facts = read_table_facts(path, self.committed_versions(metrics), options)
         except Exception:  # lineage never fails a task
             log.warning("could not record OpenLineage facts of %s", self.table_name, exc_info=True)
             return
         self._lineage_recorded = Recorded(metrics, facts)
+
+    def _table_location(self, metrics: list[dict[str, Any]]) -> str:
+        """Where the table lives: a catalog table where its loads found it (`table_location`)."""
+        located = [m["table_location"] for m in metrics if m.get("table_location")]
+        if located:
+            return located[-1]
+        return table_path(self.dataset, naming_convention(self.naming)(self.table_name))
+
+    def _output_name(self) -> tuple[str, str]:
+        """OpenLineage's (namespace, name) of the table: a catalog table by its catalog's name
+        (`spark_catalog` and `schema.table`, as source tables are named), else by its location."""
+        target = parse_table_name(self.table_name)
+        if not target.in_catalog:
+            return location_name(table_uri(self.dataset, self.table_name, self.naming))
+        catalog = getattr(self, "catalog", "spark")
+        table = naming_convention(self.naming)(target.table)
+        return catalog_namespace(target, catalog), TableName(table, target.schema).display()
 
     def get_openlineage_facets_on_start(self) -> Any:
         return self._operator_lineage(None)
@@ -274,7 +292,7 @@ class DeltaLineageMixin:
 
         normalize = naming_convention(self.naming)
         source = source_lineage(getattr(self, "source", None), normalize)
-        namespace, name = location_name(table_uri(self.dataset, self.table_name, self.naming))
+        namespace, name = self._output_name()
         facets: dict[str, Any] = {"storage": storage_dataset.StorageDatasetFacet("delta", "parquet")}
         output_facets: dict[str, Any] = {}
         if recorded is not None:  # the task completed

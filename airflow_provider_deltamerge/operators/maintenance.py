@@ -17,6 +17,7 @@ from ..model.arguments import check_dataset, check_table_name
 from ..model.checks import choice
 from ..model.naming import NAMINGS
 from ..model.options import BACKENDS
+from ..model.table_names import parse_table_name
 from .lineage import DeltaLineageMixin, TableFacts, Written
 from .merge import is_templated
 
@@ -30,8 +31,11 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
     A load of the same table may run meanwhile: when both rewrite the same files, the one that commits
     second plans again, so neither commit is lost. Run it after the loads of its DAG to keep it simple.
 
-    :param dataset: base location (absolute path or URI), as the loads have it.
-    :param table_name: the table, named as the loads name it.
+    :param dataset: base location (absolute path or URI), as the loads have it (none for a table named
+        through a catalog).
+    :param table_name: the table, named as the loads name it (``schema.table``: the catalog's table).
+    :param catalog: who names a ``schema.table``: "spark" (the session's catalog, with ``spark_conf``) or
+        "glue".
     :param optimize: compact small files.
     :param z_order_by: column or columns to Z-order by while optimizing.
     :param vacuum: delete files that no version within the retention needs.
@@ -51,14 +55,14 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
     the checkpoint and table versions), pushed to XCom.
     """
 
-    template_fields: Sequence[str] = ("dataset", "table_name", "z_order_by")
+    template_fields: Sequence[str] = ("dataset", "table_name", "catalog", "z_order_by")
     ui_color = "#7fd3e6"
 
     def __init__(
         self,
         *,
-        dataset: str,
         table_name: str,
+        dataset: str | None = None,
         optimize: bool = True,
         z_order_by: str | list[str] | None = None,
         vacuum: bool = False,
@@ -70,6 +74,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         spark_conf: dict[str, Any] | None = None,
         delta_jars: Any = None,
         storage_conn_id: str | None = None,
+        catalog: str = "spark",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -77,6 +82,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         self.storage_options: dict[str, str] | None = None  # read from storage_conn_id when the task runs
         self.dataset = dataset
         self.table_name = table_name
+        self.catalog = catalog
         self.optimize = optimize
         self.z_order_by = z_order_by
         self.vacuum = vacuum
@@ -87,10 +93,12 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         self.backend = choice("backend", backend, BACKENDS)
         self.spark_conf = spark_conf
         self.delta_jars = delta_jars
-        if not is_templated(dataset):
-            check_dataset(dataset)
         if not is_templated(table_name):
             check_table_name(table_name)
+        if not is_templated([dataset, table_name]) and not (
+            dataset is None and parse_table_name(table_name).in_catalog
+        ):
+            check_dataset(dataset)
         if not is_templated(z_order_by):
             self.options()
 
@@ -100,7 +108,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from ..delta.maintenance import maintain_table
+        from ..load.catalog_maintenance import maintain_table
 
         try:
             options = self.options()
@@ -118,6 +126,7 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
                 backend=self.backend,
                 spark=self._spark_session(),
                 storage_options=self.storage_options,
+                catalog=self.catalog,
             )
         except ConfigError as exc:  # a retry cannot mend it
             raise AirflowFailException(f"{self.task_id}: {exc}") from exc
@@ -125,8 +134,12 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
         return metrics
 
     def _spark_session(self) -> Any:
-        """A local Spark session for the delta-spark backend; None for delta-rs, which needs none."""
-        if self.backend == "delta-rs" or (self.backend == "auto" and self.delta_jars is None):
+        """A local Spark session for the delta-spark backend, or for a table named through the session's
+        catalog (its lookup); None for delta-rs on a path, which needs none."""
+        in_catalog = parse_table_name(self.table_name).in_catalog and self.catalog == "spark"
+        if not in_catalog and (
+            self.backend == "delta-rs" or (self.backend == "auto" and self.delta_jars is None)
+        ):
             return None
         from ..spark.session import default_session
 

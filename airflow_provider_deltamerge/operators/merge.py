@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import AirflowFailException, Asset, AssetAlias, BaseOperator
 
-from ..errors import ConfigError
+from ..errors import CatalogError, ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
 from ..hooks.storage import storage_options_for
 from ..model.arguments import ARGUMENT_CHECKS, check_dataset, check_table_name
 from ..model.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..model.contract import tightened
-from ..model.naming import table_uri
+from ..model.naming import naming_convention, table_uri
 from ..model.request import LoadRequest
 from ..model.sources import names_change_feed
+from ..model.table_names import catalog_uri, parse_table_name
 from .context import check_overridable, data_interval_of, openlineage_spark_conf, run_context_of, split_conf
 from .lineage import DeltaLineageMixin
 
@@ -38,18 +39,29 @@ def is_templated(value: Any) -> bool:
     return False
 
 
-def table_asset(dataset: str, table_name: str, naming: str = "snake_case") -> Asset:
-    """The Asset a load into <dataset>/<table_name> updates."""
+def table_asset(
+    dataset: str | None, table_name: str, naming: str = "snake_case", catalog: str = "spark"
+) -> Asset:
+    """The Asset a load into <dataset>/<table_name> updates; a catalog table's by its name
+    (`catalog://<catalog>/<schema>/<table>`, model/table_names.py)."""
+    target = parse_table_name(table_name)
+    if target.in_catalog:
+        return Asset(uri=catalog_uri(target, naming_convention(naming)(target.table), catalog))
     return Asset(uri=table_uri(dataset, table_name, naming))
 
 
-def table_outlet(dataset: str, table_name: str, naming: str = "snake_case") -> Asset | AssetAlias:
+def table_outlet(
+    dataset: str | None, table_name: str, naming: str = "snake_case", catalog: str = "spark"
+) -> Asset | AssetAlias:
     """What a task declares it updates, when the DAG is parsed: the table's Asset; or, where dataset
     or table_name is templated, an AssetAlias that the task resolves to the rendered table's Asset
     when it emits its event."""
-    if is_templated([dataset, table_name]):
+    if is_templated([dataset, table_name, catalog]):
         return AssetAlias(name=f"deltamerge:{dataset}/{table_name}")
-    return table_asset(check_dataset(dataset), check_table_name(table_name), naming)
+    check_table_name(table_name)
+    if dataset is not None or not parse_table_name(table_name).in_catalog:
+        check_dataset(dataset)
+    return table_asset(dataset, table_name, naming, catalog)
 
 
 def check_window(window: Any) -> dict[str, Any] | None:
@@ -73,7 +85,10 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param source: reader spec ``{"format", "path", "options"}``, ``{"table": ...}``, ``{"sql": ...}``,
         ``{"callable": "module:function"}`` (called as ``fn(spark, window)``), or a string form.
     :param dataset: base location (absolute path or URI); the table is ``<dataset>/<table_name>``.
-    :param table_name: target table name.
+        For a table named through a catalog: optional, the folder a new table is created under (else
+        its schema's location); see docs/CATALOGS.md.
+    :param table_name: target table name: ``table`` (under dataset), ``schema.table`` or
+        ``catalog.schema.table`` (through the Spark session's catalog, or AWS Glue's: ``catalog``).
     :param write_disposition: "append", "replace", "merge" or the dict form with a strategy.
     :param primary_key: column or columns of the primary key.
     :param merge_key: column or columns of the merge key.
@@ -126,12 +141,15 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     :param delta_jars: Delta's jars for the delta-spark writer (local and spark-submit runs).
     :param conf_overridable: options dag_run.conf may set for this task (window bounds always may).
     :param emit_asset: declare the target table as an outlet Asset with the metrics as event extra.
+    :param catalog: who names a ``schema.table``: "spark" (the session's catalog) or "glue".
+    :param create_schema: a catalog table's missing schema is created instead of refused.
     """
 
     template_fields: Sequence[str] = (
         "source",
         "dataset",
         "table_name",
+        "catalog",
         "write_disposition",
         "primary_key",
         "merge_key",
@@ -164,8 +182,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self,
         *,
         source: str | dict[str, Any],
-        dataset: str,
         table_name: str,
+        dataset: str | None = None,
         write_disposition: str | dict[str, Any] = "append",
         primary_key: str | list[str] | None = None,
         merge_key: str | list[str] | None = None,
@@ -199,20 +217,24 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         delta_jars: Any = None,
         conf_overridable: Sequence[str] = (),
         emit_asset: bool = True,
+        catalog: str = "spark",
+        create_schema: bool = False,
         **kwargs: Any,
     ) -> None:
         overridable = check_overridable(conf_overridable)
         if emit_asset:
             outlets = list(kwargs.get("outlets") or [])
-            outlet = table_outlet(dataset, table_name, naming)
+            outlet = table_outlet(dataset, table_name, naming, catalog)
             kwargs["outlets"] = outlets if outlet in outlets else [*outlets, outlet]
         super().__init__(**kwargs)
         self.conf_overridable = overridable
         self.emit_asset = emit_asset
-        self._declared_outlet = table_outlet(dataset, table_name, naming) if emit_asset else None
+        self._declared_outlet = table_outlet(dataset, table_name, naming, catalog) if emit_asset else None
         self.source = source
         self.dataset = dataset
         self.table_name = table_name
+        self.catalog = catalog
+        self.create_schema = create_schema
         self.write_disposition = write_disposition
         self.primary_key = primary_key
         self.merge_key = merge_key
@@ -252,6 +274,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
     def check_arguments(self) -> None:
         """Validate what is known before rendering, so a bad DAG fails when it is parsed."""
         for name, check in {**ARGUMENT_CHECKS, "window": check_window}.items():
+            if name == "dataset" and self.dataset is None:  # a catalog table's is optional
+                continue
             if not is_templated(getattr(self, name)):
                 check(getattr(self, name))
         if self.window is not None and self.incremental is None and not names_change_feed(self.source):
@@ -267,16 +291,17 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         return arguments
 
     @contextmanager
-    def failing_without_retry(self) -> Iterator[None]:
-        """A configuration error fails the task at once: a retry cannot mend it."""
+    def failing_without_retry(self, errors: tuple[type[Exception], ...] = (ConfigError,)) -> Iterator[None]:
+        """A configuration error fails the task at once: a retry cannot mend it (nor, while the request is
+        built, a malformed table name)."""
         try:
             yield
-        except ConfigError as exc:
+        except errors as exc:
             raise AirflowFailException(f"{self.task_id}: {exc}") from exc
 
     def build_request(self, context: Context, window: Mapping[str, Any] | None = None) -> LoadRequest:
         """The LoadRequest for this task instance (the explicit window wins over dag_run.conf's)."""
-        with self.failing_without_retry():
+        with self.failing_without_retry((ConfigError, CatalogError)):
             conf_window, overrides = split_conf(self._dag_run_conf(context), self.conf_overridable)
             explicit = check_window(self.window) if window is None else window
             arguments = {**self.load_arguments(overrides), "storage_options": self.read_storage_options()}
@@ -309,7 +334,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         """Put the metrics on the target table's asset event (through its alias where it is templated)."""
         if not self.emit_asset:
             return
-        asset = table_asset(self.dataset, self.table_name, self.naming)
+        asset = table_asset(self.dataset, self.table_name, self.naming, self.catalog)
         outlet = self._declared_outlet
         if isinstance(outlet, AssetAlias):
             context["outlet_events"][outlet].add(asset, extra=extra)

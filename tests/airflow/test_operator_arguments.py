@@ -357,3 +357,38 @@ def test_backfill_plan_of_zoned_bounds_is_calendar_days_in_their_zone():
     ]
     whole = op.plan(context(run_type="manual"))
     assert [b - a for a, b in whole] == [timedelta(hours=24), timedelta(hours=25)]  # Oct 27 has 25 hours
+
+
+def test_a_catalog_table_needs_no_dataset_and_is_its_own_asset():
+    op = DeltaMergeOperator(task_id="load", source=BASE["source"], table_name="Sales.OrderLines")
+    assert op.outlets == [Asset(uri="catalog://spark_catalog/Sales/order_lines")]
+    glue = merge_op(table_name="main.sales.orders", catalog="glue")
+    assert glue.outlets == [Asset(uri="catalog://glue/sales/orders")]
+    request = op.build_request(context())
+    assert (request.dataset, request.table, request.target.schema, request.catalog) == (
+        None,
+        "order_lines",
+        "Sales",
+        "spark",
+    )
+    assert merge_op(table_name="sales.orders", create_schema=True).build_request(context()).create_schema
+
+
+def test_a_malformed_catalog_name_fails_at_parse_and_when_rendered_fails_without_retry():
+    from airflow_provider_deltamerge.errors import CatalogError
+
+    with pytest.raises(CatalogError, match="has 4 parts"):
+        merge_op(table_name="a.b.c.d")
+    op = merge_op(table_name="{{ params.table }}")
+    op.render_template_fields({**context(), "params": {"table": "sales."}})
+    with pytest.raises(AirflowFailException, match="sales.'.*empty part"):
+        op.build_request(context())
+    with pytest.raises(ConfigError, match="dataset"):
+        DeltaMergeOperator(task_id="load", source=BASE["source"], table_name="orders")
+
+
+@pytest.mark.parametrize("key", ["catalog", "create_schema"])
+def test_conf_can_never_name_the_catalog(key):
+    op = merge_op(table_name="sales.orders")
+    with pytest.raises(AirflowFailException, match=rf"dag_run.conf\['{key}'\]: this task does not let"):
+        op.build_request(context(conf={key: "glue"}))

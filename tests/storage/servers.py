@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
@@ -102,27 +104,38 @@ def start_moto(folder: Path) -> tuple[subprocess.Popen, S3Server]:
     try:
         wait_for_port(port, process)
         endpoint = f"http://127.0.0.1:{port}"
-        access_key, secret_key = _create_user(endpoint)
+        access_key, secret_key = create_user(endpoint, ("setup", "setup"), "loader", ALLOW_ALL)
     except Exception:
         stop(process)
         raise
     return process, S3Server(endpoint, access_key, secret_key)
 
 
-def _create_user(endpoint: str) -> tuple[str, str]:
-    """A user allowed everything, and its access key: moto's three unauthenticated requests."""
+@contextmanager
+def moto_running(folder: Path) -> Iterator[S3Server]:
+    """moto's server (`start_moto`) for the block, stopped after it."""
+    process, server = start_moto(folder)
+    try:
+        yield server
+    finally:
+        stop(process)
+
+
+def create_user(endpoint: str, signer: tuple[str, str], name: str, policy: str) -> tuple[str, str]:
+    """A user of moto's IAM allowed what `policy` allows, and its access key; the request signed with
+    `signer`'s key (the first three requests to the server need none)."""
     import boto3
 
     iam = boto3.client(
         "iam",
         endpoint_url=endpoint,
-        aws_access_key_id="setup",
-        aws_secret_access_key="setup",
+        aws_access_key_id=signer[0],
+        aws_secret_access_key=signer[1],
         region_name=S3_REGION,
     )
-    iam.create_user(UserName="loader")
-    iam.put_user_policy(UserName="loader", PolicyName="everything", PolicyDocument=ALLOW_ALL)
-    key = iam.create_access_key(UserName="loader")["AccessKey"]
+    iam.create_user(UserName=name)
+    iam.put_user_policy(UserName=name, PolicyName="policy", PolicyDocument=policy)
+    key = iam.create_access_key(UserName=name)["AccessKey"]
     return key["AccessKeyId"], key["SecretAccessKey"]
 
 

@@ -38,6 +38,7 @@ EXAMPLES = {
         "/lake/_dlt_loads", "1717171717.123456", "/lake/events", 4, "permission denied"
     ),
     errors.BatchTooLargeError: lambda: errors.BatchTooLargeError("/lake/events", 3 * 2**30, 2**30, "1g"),
+    errors.CatalogError: lambda: errors.CatalogError("sales.orders", "AWS Glue holds a view under this name"),
     errors.JobFailedError: lambda: errors.JobFailedError("spark job failed", "Traceback ...\nValueError"),
 }
 

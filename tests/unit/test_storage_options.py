@@ -9,6 +9,7 @@ import pytest
 
 from airflow_provider_deltamerge import ConfigError, LoadRequest
 from airflow_provider_deltamerge.model.storage import (
+    aws_client_settings,
     check_storage_options,
     delta_rs_options,
     hadoop_settings,
@@ -44,15 +45,28 @@ def test_an_aws_connection_maps_to_delta_rs_options():
         "AKIDEXAMPLE",
         SECRET,
         None,
-        {"aws_session_token": "tok-123", "region_name": "eu-west-1", "endpoint_url": "http://127.0.0.1:9000"},
+        {
+            "aws_session_token": "tok-123",
+            "region_name": "eu-west-1",
+            "endpoint_url": "http://127.0.0.1:9000",
+            "service_config": {"glue": {"endpoint_url": "http://127.0.0.1:5000"}},
+        },
     )
     assert options == {
         "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
         "AWS_SECRET_ACCESS_KEY": SECRET,
         "AWS_SESSION_TOKEN": "tok-123",
         "AWS_REGION": "eu-west-1",
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",  # S3's
         "AWS_ALLOW_HTTP": "true",
+        "AWS_ENDPOINT_URL_GLUE": "http://127.0.0.1:5000",
+    }
+    assert aws_client_settings(options, "AWS_ENDPOINT_URL_GLUE") == {
+        "aws_access_key_id": "AKIDEXAMPLE",
+        "aws_secret_access_key": SECRET,
+        "aws_session_token": "tok-123",
+        "region_name": "eu-west-1",
+        "endpoint_url": "http://127.0.0.1:5000",
     }
 
 
@@ -153,3 +167,21 @@ def test_a_request_keeps_its_storage_options_out_of_its_json_and_its_repr():
     back = LoadRequest.from_json(request.to_json(), {"AWS_SECRET_ACCESS_KEY": SECRET})
     assert back == request
     assert "storage_options" not in json.loads(request.to_json())
+
+
+def test_boto3_takes_each_delta_rs_spelling_of_the_aws_options():
+    # no Glue endpoint: boto3 takes the region's
+    assert aws_client_settings(
+        {
+            "access_key_id": "A",
+            "secret_access_key": SECRET,
+            "token": "t-1",
+            "aws_default_region": "us-east-2",
+        },
+        "AWS_ENDPOINT_URL_GLUE",
+    ) == {
+        "aws_access_key_id": "A",
+        "aws_secret_access_key": SECRET,
+        "aws_session_token": "t-1",
+        "region_name": "us-east-2",
+    }
