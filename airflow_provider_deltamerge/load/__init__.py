@@ -47,6 +47,7 @@ from ..spark.storage import set_hadoop_settings
 from ..spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from . import (
     earlier_loads,
+    expectations,
     insert_only,
     nested_tables,
     planning,
@@ -59,7 +60,14 @@ from . import (
 )
 from .change_feed_source import FeedReader
 from .load_info import LoadInfo
-from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
+from .step_log import (
+    StepLog,
+    describe_commit,
+    describe_expectations,
+    describe_plan,
+    describe_source,
+    describe_window,
+)
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +148,11 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     window = opened.window if opened else None
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
+    batch, checks = expectations.check(batch, request)  # rows set aside before dedup and planning
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
     staged = staging.stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
+    expected = expectations.outcome(checks, staged.rows_extracted, request)  # a `fail` refused here
     staged, nested = nested_tables.split_nested(
         spark, writer, request, staged, child_tables, load_id, replace_where, table is not None
     )
@@ -152,9 +162,22 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
+    if checks is not None:
+        steps.step("expect", "%s", describe_expectations(expected.metrics))
     superseded = reruns.superseded_load_ids(request.disposition, earlier, window)
     load = _StagedLoad(
-        request, load_id, staged, window, new_state, stored, steps, schema, nested, superseded, interrupted
+        request,
+        load_id,
+        staged,
+        window,
+        new_state,
+        stored,
+        steps,
+        schema,
+        nested,
+        superseded,
+        interrupted,
+        expected,
     )
     table, properties_set = apply_table_properties(spark, writer, request, table)
     if properties_set:
@@ -235,6 +258,7 @@ class _StagedLoad:
     nested: Any = None  # nested_tables.NestedBatch: the child tables, committed before this table
     superseded: tuple[str, ...] = ()  # loads whose rows this one replaces (plan/reruns.py)
     interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_tables)
+    expected: Any = None  # expectations.Outcome: the expectations' metrics and the rows to quarantine
 
     @property
     def window_dict(self) -> dict | None:
@@ -262,8 +286,12 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         "writer": writer.name,
         **reruns.map_index_metrics(request.run),
         **({"replaced_load_ids": list(load.superseded)} if load.superseded else {}),
+        **(load.expected.metrics if load.expected is not None else {}),
     }
     load.steps.step("plan", "%s", describe_plan(plan))
+    if load.expected is not None:  # the quarantined rows: committed before the table's commit
+        expectations.commit_quarantine(writer, request, load.expected, load, load.stored)
+        checkpoint("after_quarantine")
     if plan.operation is Operation.NOTHING:
         version = table.version if table is not None else None
         metrics = {**base_metrics, "load_id": None, "table_version": version}

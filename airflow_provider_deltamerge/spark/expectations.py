@@ -1,0 +1,135 @@
+"""Expectations on the batch in Spark (model/expectations.py): each row flagged with the expectations it
+fails, the rows a `drop`, `quarantine` or `fail` expectation sets aside left out, and the counts observed
+on staging's own pass over the batch (spark/profile.py), so checking adds no pass over the source.
+
+The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
+(a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
+PySpark 3.5 observes nothing, they are one job over the flagged batch instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ..model.expectations import ACTIONS, Expectation
+from . import profile
+from .cdc import check_condition
+from .frames import INPUT_ORDER
+
+FAILED = "__dq_failed"  # the names of the expectations a row fails (array of text, empty where none)
+_ROWS = "dq:rows"
+_DROPPED = "dq:dropped"
+_QUARANTINED = "dq:quarantined"
+_FAILING = "dq:failing"  # rows failing a `fail` expectation
+
+
+@dataclass(frozen=True)
+class Counts:
+    rows: int  # every row checked
+    failed: dict[str, int]  # expectation name -> rows failing it
+    dropped: int
+    quarantined: int
+    failing: int  # rows failing a `fail` expectation: the load then fails
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The batch's expectations in Spark: `flagged`, every row with FAILED; `kept`, the rows that go on
+    to staging (observed); `counts(rows_staged)` once staging's pass has run."""
+
+    expectations: tuple[Expectation, ...]
+    flagged: DataFrame
+    kept: DataFrame
+    observed: Callable[[], profile.Profile] | None
+
+    def counts(self, rows_reaching_staging: int) -> Counts:
+        """The counts; those staging's pass observed where it saw every kept row (`rows_reaching_staging`
+        of them), else one job over the flagged batch."""
+        found = None
+        if self.observed is not None and rows_reaching_staging > 0:
+            found = self.observed()
+            set_aside = found.get(_DROPPED) + found.get(_QUARANTINED) + found.get(_FAILING)
+            if found.rows - set_aside != rows_reaching_staging:  # it saw part of the rows: ask again
+                found = None
+        if found is None:
+            found = profile.aggregated(self.flagged, _aggregates(self.expectations))
+        failed = {e.name: int(found.get(f"dq:{i}")) for i, e in enumerate(self.expectations)}
+        return Counts(
+            found.rows,
+            failed,
+            int(found.get(_DROPPED)),
+            int(found.get(_QUARANTINED)),
+            int(found.get(_FAILING)),
+        )
+
+    def rows_failing(self, action: str, limit: int) -> list[dict]:
+        """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
+        return [
+            r.asDict(recursive=True)
+            for r in self.flagged.filter(_strictest(self.expectations, action)).limit(limit).collect()
+        ]
+
+    def quarantined(self) -> DataFrame:
+        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one."""
+        return self.flagged.filter(_strictest(self.expectations, "quarantine")).drop(INPUT_ORDER)
+
+
+def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
+    """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
+    refused (ConfigError naming the expectation) before any job runs."""
+    for expectation in expectations:
+        argument = f"expectations.{expectation.action}.{expectation.name}"
+        check_condition(df, argument, expectation.condition, "batch's rows")
+    outcomes = [
+        F.when(F.coalesce(F.expr(e.condition), F.lit(False)), F.lit(None)).otherwise(F.lit(e.name))
+        for e in expectations
+    ]
+    flagged = df.withColumn(FAILED, F.filter(F.array(*outcomes), lambda name: name.isNotNull()))
+    aside = [e for e in expectations if e.action != "warn"]
+    observed = None
+    source = flagged
+    if profile.observes_in_pass(flagged):
+        source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
+    kept = source
+    if aside:
+        kept = source.filter(~_fails_any(aside))
+    return Checks(expectations, flagged, kept.drop(FAILED), observed)
+
+
+def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:
+    """rows, then per expectation (`dq:<index>`) the rows failing it, then the rows dropped,
+    quarantined and failing (each row counted once, under its strictest action)."""
+    counts = [F.count(F.lit(1)).alias("rows")]
+    counts += [
+        _counted(F.array_contains(F.col(FAILED), e.name)).alias(f"dq:{i}") for i, e in enumerate(expectations)
+    ]
+    counts.append(_counted(_strictest(expectations, "drop")).alias(_DROPPED))
+    counts.append(_counted(_strictest(expectations, "quarantine")).alias(_QUARANTINED))
+    counts.append(_counted(_strictest(expectations, "fail")).alias(_FAILING))
+    return counts
+
+
+def _counted(condition: Column) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0))
+
+
+def _fails_any(expectations) -> Column:
+    names = [e.name for e in expectations]
+    if not names:
+        return F.lit(False)
+    return F.arrays_overlap(F.col(FAILED), F.array(*(F.lit(n) for n in names)))
+
+
+def _strictest(expectations: tuple[Expectation, ...], action: str) -> Column:
+    """Whether a row fails an expectation of `action` and none stricter."""
+    of = [e for e in expectations if e.action == action]
+    stricter = [e for e in expectations if _rank(e.action) > _rank(action)]
+    return _fails_any(of) & ~_fails_any(stricter)
+
+
+def _rank(action: str) -> int:
+    return ACTIONS.index(action)
