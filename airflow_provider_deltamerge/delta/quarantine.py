@@ -44,7 +44,7 @@ def quarantined_loads(path: str, storage_options: dict[str, str] | None = None) 
     except TableNotFoundError:
         return None
     rows = table.to_pyarrow_dataset().to_table(columns=list(_LOADS))
-    return [dict(load) for load in {tuple(r.items()) for r in rows.to_pylist()}]
+    return rows.group_by(list(_LOADS)).aggregate([]).to_pylist()  # each load once
 
 
 def write_quarantine(

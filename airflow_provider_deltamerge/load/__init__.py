@@ -7,9 +7,11 @@ spark-submit, Spark Connect). This module never imports Airflow.
              a cursor state the state table lost is taken from the table's commits
 3. window    the incremental window, from the run and the stored cursor state
 4. extract   the batch as a DataFrame, cut to the window
-5. stage     keys checked, deduplicated, flagged, system columns, computed once
+5. stage     expectations checked (rows set aside: load/expectations.py), keys checked, deduplicated,
+             flagged, system columns, computed once
 6. plan      against the table as it is now: exactly one commit
-7. commit    the writer makes it, carrying the load id, window and new cursor state
+7. commit    the companion tables' commits first (quarantined rows, child tables, tombstones, events),
+             then the writer makes it, carrying the load id, window and new cursor state
 8. record    the state row, then the `_dlt_loads` row
 A commit that loses to another writer is planned again on the new version (steps 6-8), up to
 COMMIT_ATTEMPTS times in all, after a randomised, growing pause (see `_backoff`).

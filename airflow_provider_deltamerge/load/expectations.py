@@ -88,12 +88,11 @@ def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, store
     stream, task = _stream(request, load.load_id), _task(request)
     window = load.window_dict or {}
     start, end = _text(window.get("start")), _text(window.get("end"))
-    completed = completed_loads(writer, request, stored)
     replaced = {load.load_id, *load.superseded}
+    same_stream = [e for e in loads if e[model.QUARANTINE_STREAM] == stream]
+    completed = completed_loads(writer, request, stored) if same_stream else set()  # read where needed
     for earlier in loads:
-        unfinished = (
-            earlier[model.QUARANTINE_STREAM] == stream and earlier[model.QUARANTINE_LOAD_ID] not in completed
-        )
+        unfinished = earlier in same_stream and earlier[model.QUARANTINE_LOAD_ID] not in completed
         same_window = (
             window
             and earlier[model.QUARANTINE_TASK] == task

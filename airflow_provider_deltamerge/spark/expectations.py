@@ -20,8 +20,8 @@ from . import profile
 from .cdc import check_condition
 from .frames import INPUT_ORDER
 
-FAILED = "__dq_failed"  # the names of the expectations a row fails (array of text, empty where none)
-_ROWS = "dq:rows"
+FAILED = "__dq_failed"  # the names of the expectations a row fails (array of text), on the rows set aside
+_FLAG = "__dq_fails_{}"  # true where the row fails expectation {index}: plain booleans in the pass
 _DROPPED = "dq:dropped"
 _QUARANTINED = "dq:quarantined"
 _FAILING = "dq:failing"  # rows failing a `fail` expectation
@@ -38,8 +38,8 @@ class Counts:
 
 @dataclass(frozen=True)
 class Checks:
-    """The batch's expectations in Spark: `flagged`, every row with FAILED; `kept`, the rows that go on
-    to staging (observed); `counts(rows_staged)` once staging's pass has run."""
+    """The batch's expectations in Spark: `flagged`, every row with a flag per expectation; `kept`, the
+    rows that go on to staging (observed); `counts(rows_staged)` once staging's pass has run."""
 
     expectations: tuple[Expectation, ...]
     flagged: DataFrame
@@ -68,14 +68,18 @@ class Checks:
 
     def rows_failing(self, action: str, limit: int) -> list[dict]:
         """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
-        return [
-            r.asDict(recursive=True)
-            for r in self.flagged.filter(_strictest(self.expectations, action)).limit(limit).collect()
-        ]
+        rows = self.flagged.filter(_strictest(self.expectations, action)).limit(limit)
+        return [r.asDict(recursive=True) for r in self._named(rows).collect()]
 
     def quarantined(self) -> DataFrame:
         """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one."""
-        return self.flagged.filter(_strictest(self.expectations, "quarantine")).drop(INPUT_ORDER)
+        return self._named(self.flagged.filter(_strictest(self.expectations, "quarantine"))).drop(INPUT_ORDER)
+
+    def _named(self, rows: DataFrame) -> DataFrame:
+        """`rows` with FAILED instead of the flags (a higher-order function: only on the rows set aside)."""
+        names = [F.when(_failed(i), F.lit(e.name)) for i, e in enumerate(self.expectations)]
+        named = rows.withColumn(FAILED, F.filter(F.array(*names), lambda name: name.isNotNull()))
+        return named.drop(*_flags(self.expectations))
 
 
 def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
@@ -84,52 +88,52 @@ def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
     for expectation in expectations:
         argument = f"expectations.{expectation.action}.{expectation.name}"
         check_condition(df, argument, expectation.condition, "batch's rows")
-    outcomes = [
-        F.when(F.coalesce(F.expr(e.condition), F.lit(False)), F.lit(None)).otherwise(F.lit(e.name))
-        for e in expectations
-    ]
-    flagged = df.withColumn(FAILED, F.filter(F.array(*outcomes), lambda name: name.isNotNull()))
-    aside = [e for e in expectations if e.action != "warn"]
+    flagged = df.withColumns(
+        {_FLAG.format(i): ~F.coalesce(F.expr(e.condition), F.lit(False)) for i, e in enumerate(expectations)}
+    )
     observed = None
     source = flagged
     if profile.observes_in_pass(flagged):
         source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
-    kept = source
-    if aside:
-        kept = source.filter(~_fails_any(aside))
-    return Checks(expectations, flagged, kept.drop(FAILED), observed)
+    aside = [e for e in expectations if e.action != "warn"]
+    kept = source.filter(~_fails_any(expectations, aside)) if aside else source
+    return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
 
 
 def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:
     """rows, then per expectation (`dq:<index>`) the rows failing it, then the rows dropped,
     quarantined and failing (each row counted once, under its strictest action)."""
     counts = [F.count(F.lit(1)).alias("rows")]
-    counts += [
-        _counted(F.array_contains(F.col(FAILED), e.name)).alias(f"dq:{i}") for i, e in enumerate(expectations)
-    ]
+    counts += [_counted(_failed(i)).alias(f"dq:{i}") for i in range(len(expectations))]
     counts.append(_counted(_strictest(expectations, "drop")).alias(_DROPPED))
     counts.append(_counted(_strictest(expectations, "quarantine")).alias(_QUARANTINED))
     counts.append(_counted(_strictest(expectations, "fail")).alias(_FAILING))
     return counts
 
 
+def _flags(expectations) -> list[str]:
+    return [_FLAG.format(i) for i in range(len(expectations))]
+
+
+def _failed(index: int) -> Column:
+    return F.col(_FLAG.format(index))
+
+
 def _counted(condition: Column) -> Column:
     return F.sum(F.when(condition, 1).otherwise(0))
 
 
-def _fails_any(expectations) -> Column:
-    names = [e.name for e in expectations]
-    if not names:
-        return F.lit(False)
-    return F.arrays_overlap(F.col(FAILED), F.array(*(F.lit(n) for n in names)))
+def _fails_any(expectations: tuple[Expectation, ...], some: list[Expectation]) -> Column:
+    """Whether the row fails any of `some` (of `expectations`)."""
+    flags = [_failed(i) for i, e in enumerate(expectations) if e in some]
+    found = F.lit(False)
+    for flag in flags:
+        found = found | flag
+    return found
 
 
 def _strictest(expectations: tuple[Expectation, ...], action: str) -> Column:
     """Whether a row fails an expectation of `action` and none stricter."""
     of = [e for e in expectations if e.action == action]
-    stricter = [e for e in expectations if _rank(e.action) > _rank(action)]
-    return _fails_any(of) & ~_fails_any(stricter)
-
-
-def _rank(action: str) -> int:
-    return ACTIONS.index(action)
+    stricter = [e for e in expectations if ACTIONS.index(e.action) > ACTIONS.index(action)]
+    return _fails_any(expectations, of) & ~_fails_any(expectations, stricter)

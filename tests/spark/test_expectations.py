@@ -9,6 +9,10 @@ which are quarantined, and the counts.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -166,6 +170,16 @@ def test_a_change_event_is_checked_before_its_sequence_counts(spark, dataset):
     assert info.metrics["rows_dropped"] == 1
 
 
+def test_an_scd2_snapshot_without_a_dropped_row_retires_its_key_as_an_absent_one(spark, dataset):
+    scd2 = {"write_disposition": {"disposition": "merge", "strategy": "scd2"}, "primary_key": None}
+    load(spark, dataset, [order(1), order(2)], **scd2)
+    info = load(spark, dataset, [order(1), order(2, amount=-1)], **scd2)
+    rows = DeltaTable(f"{dataset}/{TABLE}").to_pyarrow_table().to_pylist()
+    current = sorted(r["id"] for r in rows if r["_dlt_valid_to"] is None)
+    assert current == [1] and len(rows) == 2  # key 2's version retired, no new version
+    assert info.metrics["rows_dropped"] == 1
+
+
 def retry_context(try_number: int) -> dict:
     return {"dag_id": "shop", "task_id": "orders", "run_id": "manual__1", "try_number": try_number}
 
@@ -285,3 +299,59 @@ def test_rows_landing_and_quarantined_follow_the_model(spark, tmp_path_factory, 
         assert all(c["passed"] + c["failed"] == len(rows) for c in counts.values())
         assert info.metrics["rows_quarantined"] == len(aside)
         assert info.metrics["rows_dropped"] == len(rows) - len(landed) - len(aside)
+
+
+KILLED_CHILD = """
+import json, sys
+from airflow_provider_deltamerge import run_load
+from airflow_provider_deltamerge.spark.session import default_session
+from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
+from tests import faults
+
+faults.install()
+arguments = json.loads(sys.argv[1])
+spark = default_session("local[1]", {"spark.sql.shuffle.partitions": "1"}, delta_jars=delta_jars_from_env())
+run_load(arguments.pop("rows"), spark=spark, **arguments)
+print("the load returned: the fault did not fire", flush=True)
+"""
+
+
+@pytest.mark.usefixtures("jvm_class_archive")
+def test_a_process_killed_after_its_quarantine_commit_is_retried_exactly_once(
+    spark, dataset, monkeypatch, each_writer
+):
+    root = Path(__file__).resolve().parents[2]
+    load(spark, dataset, [order(1)])
+    arguments = {
+        "dataset": dataset,
+        "table_name": TABLE,
+        "pipeline_name": "shop",
+        "expectations": THREE,
+        **MERGE,
+        "backend": each_writer,
+        "run_context": retry_context(1),
+        "rows": BATCH,
+    }
+    environment = {
+        **os.environ,
+        FAIL_AT: "after_quarantine",
+        "DELTAMERGE_FAIL_MODE": "kill",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_CHILD, json.dumps(arguments)],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 137, child.stdout[-2000:] + child.stderr[-4000:]
+    assert [key for key, *_ in quarantined(dataset)] == [3, 4]  # committed by the killed attempt ...
+    assert table_version(f"{dataset}/{TABLE}") == 0  # ... which never committed the table
+    retried = load(spark, dataset, BATCH, run_context=retry_context(2))
+    assert quarantined(dataset) == [
+        (3, ("known_country",), retried.load_id),
+        (4, ("positive_amount", "known_country"), retried.load_id),
+    ]
+    assert sorted(table_rows(dataset)) == [1, 5]
