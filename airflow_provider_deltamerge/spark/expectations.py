@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..model.expectations import ACTIONS, Expectation
+from ..model.row_condition import check_row_condition
 from . import profile
 from .cdc import check_condition
 from .frames import INPUT_ORDER
@@ -85,9 +87,7 @@ class Checks:
 def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
     """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
     refused (ConfigError naming the expectation) before any job runs."""
-    for expectation in expectations:
-        argument = f"expectations.{expectation.action}.{expectation.name}"
-        check_condition(df, argument, expectation.condition, "batch's rows")
+    _check_conditions(df, expectations)
     flagged = df.withColumns(
         {_FLAG.format(i): ~F.coalesce(F.expr(e.condition), F.lit(False)) for i, e in enumerate(expectations)}
     )
@@ -98,6 +98,26 @@ def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
     aside = [e for e in expectations if e.action != "warn"]
     kept = source.filter(~_fails_any(expectations, aside)) if aside else source
     return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
+
+
+def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...]) -> None:
+    """Each condition over the batch's own columns and true/false: all of them analysed by Spark at once,
+    and where that finds a fault, one by one to name the expectation (spark/cdc.py's check_condition)."""
+    data = [c for c in df.columns if c != INPUT_ORDER]
+    for expectation in expectations:  # pure: no subquery, no function that runs code (model/row_condition.py)
+        check_row_condition(_argument(expectation), expectation.condition, data)
+    try:
+        types = df.select(*(F.expr(e.condition) for e in expectations)).schema.fields
+        if all(isinstance(f.dataType, T.BooleanType) for f in types):
+            return
+    except Exception:  # Spark's parse and analysis errors: named below
+        pass
+    for expectation in expectations:
+        check_condition(df, _argument(expectation), expectation.condition, "batch's rows")
+
+
+def _argument(expectation: Expectation) -> str:
+    return f"expectations.{expectation.action}.{expectation.name}"
 
 
 def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:
