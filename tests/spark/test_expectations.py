@@ -9,10 +9,6 @@ which are quarantined, and the counts.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -21,7 +17,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError, ExpectationError, run_load
 from tests.budget import examples
-from tests.faults import FAIL_AT, STEPS, InjectedFault
+from tests.faults import FAIL_AT, STEPS, InjectedFault, killed_child
 from tests.helpers import table_version
 
 TABLE = "orders"
@@ -320,7 +316,6 @@ print("the load returned: the fault did not fire", flush=True)
 def test_a_process_killed_after_its_quarantine_commit_is_retried_exactly_once(
     spark, dataset, monkeypatch, each_writer
 ):
-    root = Path(__file__).resolve().parents[2]
     load(spark, dataset, [order(1)])
     arguments = {
         "dataset": dataset,
@@ -332,20 +327,7 @@ def test_a_process_killed_after_its_quarantine_commit_is_retried_exactly_once(
         "run_context": retry_context(1),
         "rows": BATCH,
     }
-    environment = {
-        **os.environ,
-        FAIL_AT: "after_quarantine",
-        "DELTAMERGE_FAIL_MODE": "kill",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
-    }
-    child = subprocess.run(
-        [sys.executable, "-c", KILLED_CHILD, json.dumps(arguments)],
-        cwd=root,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    child = killed_child(KILLED_CHILD, arguments, "after_quarantine")
     assert child.returncode == 137, child.stdout[-2000:] + child.stderr[-4000:]
     assert [key for key, *_ in quarantined(dataset)] == [3, 4]  # committed by the killed attempt ...
     assert table_version(f"{dataset}/{TABLE}") == 0  # ... which never committed the table
