@@ -239,6 +239,22 @@ class PartitionValueError(SourceError):
         )
 
 
+class ExpectationError(SourceError):
+    """Rows of the batch fail an expectation whose action is `fail` (`expectations=`): nothing was
+    committed. `failed`: each such expectation's name -> how many rows fail it; `examples`: a few of those
+    rows, credentials masked."""
+
+    def __init__(self, table: str, failed: dict[str, int], examples: list[dict]):
+        self.table, self.failed, self.examples = table, dict(failed), list(examples)
+        counted = ", ".join(f"{name!r} ({rows} row(s))" for name, rows in self.failed.items())
+        shown = "; ".join(repr(row) for row in self.examples)
+        super().__init__(
+            f"table {table!r}: rows fail the expectation(s) {counted} whose action is 'fail'; for example "
+            f"{shown}. Nothing was loaded. Fix those rows in the source, or give the expectation another "
+            "action ('quarantine' keeps them aside, with their reasons)."
+        )
+
+
 class SchemaError(DeltaMergeError):
     """The batch cannot be stored in the existing table."""
 

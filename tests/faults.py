@@ -9,7 +9,11 @@ their own call to `install()`.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 STEPS = ("extract", "stage", "plan", "commit", "after_commit", "after_state_row")
 FAIL_AT = "DELTAMERGE_FAIL_AT"
@@ -33,3 +37,23 @@ def install() -> None:
     from airflow_provider_deltamerge import load
 
     load.checkpoint = checkpoint
+
+
+def killed_child(code: str, arguments: dict, step: str) -> subprocess.CompletedProcess:
+    """Run `code` (Python that installs these fault points and loads with the JSON `arguments` it is
+    given as its one argument) in a child process from the repository, killed at `step`."""
+    root = Path(__file__).resolve().parents[1]
+    environment = {
+        **os.environ,
+        FAIL_AT: step,
+        FAIL_MODE: "kill",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code, json.dumps(arguments)],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

@@ -135,6 +135,7 @@ def load_arguments(args: argparse.Namespace) -> dict[str, Any]:
         **({"tombstone_retention": args.tombstone_retention} if args.tombstone_retention is not None else {}),
         "columns": args.columns,
         "schema_contract": args.schema_contract,
+        "expectations": args.expectations,
         "incremental": _incremental(args.incremental, args.initial_value),
         "pipeline_name": args.pipeline_name,
         "naming": args.naming,

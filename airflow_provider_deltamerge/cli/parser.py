@@ -254,6 +254,13 @@ def _add_load(load: argparse.ArgumentParser) -> None:
         "tables, columns, data_type",
     )
     semantics.add_argument(
+        "--expectations",
+        type=json_value,
+        metavar="JSON",
+        help="data quality checks as JSON, {action: {name: condition}}, actions warn, drop, quarantine, "
+        'fail, e.g. \'{"drop": {"positive_amount": "amount > 0"}}\'',
+    )
+    semantics.add_argument(
         "--incremental",
         type=json_or_text,
         metavar="CURSOR",

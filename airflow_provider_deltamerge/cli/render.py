@@ -53,6 +53,7 @@ def render_loads(console: Console, records: list[dict[str, Any]]) -> None:
         "table",
         "window",
         *counts,
+        "set aside",
         "writer",
         "status",
         "when",
@@ -67,11 +68,19 @@ def render_loads(console: Console, records: list[dict[str, Any]]) -> None:
             *(_text(m.get(k)) for k in ("rows_extracted", "numTargetRowsInserted", "numTargetRowsUpdated")),
             _text(m.get("numTargetRowsDeleted")),
             _text(r["table_version"]),
+            _set_aside(m),
             _text(m.get("writer")),
             "completed" if r["status"] == COMPLETED else _text(r["status"]),
             _text(r["inserted_at"]),
         )
     console.print(table)
+
+
+def _set_aside(metrics: dict[str, Any]) -> str:
+    """The rows a load's expectations dropped and quarantined (expectations=), blank without any."""
+    if "expectations" not in metrics:
+        return ""
+    return f"{metrics.get('rows_dropped', 0)} dropped, {metrics.get('rows_quarantined', 0)} quarantined"
 
 
 def render_state(console: Console, entries: list[dict[str, Any]]) -> None:

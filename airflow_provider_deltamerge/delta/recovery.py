@@ -139,6 +139,7 @@ def record_from_commit(commit) -> LoadRecord:
     metrics[RECORDED_FROM_COMMIT] = True  # its attempt stopped first: a retry finishes it
     if meta.get("replaced_load_ids"):
         metrics["replaced_load_ids"] = meta["replaced_load_ids"]
+    metrics.update(meta.get("quality") or {})  # the counts of its expectations (model/expectations.py)
     if meta.get("tables") is not None:  # a load with child tables: each table's commit metrics
         root = {**commit.metrics, "table_version": commit.version}
         metrics["tables"] = {meta.get("table"): root, **meta["tables"]}

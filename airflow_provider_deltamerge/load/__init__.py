@@ -7,9 +7,11 @@ spark-submit, Spark Connect). This module never imports Airflow.
              a cursor state the state table lost is taken from the table's commits
 3. window    the incremental window, from the run and the stored cursor state
 4. extract   the batch as a DataFrame, cut to the window
-5. stage     keys checked, deduplicated, flagged, system columns, computed once
+5. stage     expectations checked (rows set aside: load/expectations.py), keys checked, deduplicated,
+             flagged, system columns, computed once
 6. plan      against the table as it is now: exactly one commit
-7. commit    the writer makes it, carrying the load id, window and new cursor state
+7. commit    the companion tables' commits first (quarantined rows, child tables, tombstones, events),
+             then the writer makes it, carrying the load id, window and new cursor state
 8. record    the state row, then the `_dlt_loads` row
 A commit that loses to another writer is planned again on the new version (steps 6-8), up to
 COMMIT_ATTEMPTS times in all, after a randomised, growing pause (see `_backoff`).
@@ -48,6 +50,7 @@ from ..spark.window_steps import filter_to_window, open_load_window, record_empt
 from . import (
     catalog_target,
     earlier_loads,
+    expectations,
     insert_only,
     nested_tables,
     planning,
@@ -61,7 +64,14 @@ from . import (
 )
 from .change_feed_source import FeedReader
 from .load_info import LoadInfo
-from .step_log import StepLog, describe_commit, describe_plan, describe_source, describe_window
+from .step_log import (
+    StepLog,
+    describe_commit,
+    describe_expectations,
+    describe_plan,
+    describe_source,
+    describe_window,
+)
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +167,11 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     window = opened.window if opened else None
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
+    batch, checks = expectations.check(batch, request)  # rows set aside before dedup and planning
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
     staged = staging.stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
+    expected = expectations.outcome(checks, staged.rows_extracted, request)  # a `fail` refused here
     staged, nested = nested_tables.split_nested(
         spark, writer, request, staged, child_tables, load_id, replace_where, table is not None
     )
@@ -169,9 +181,22 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
         f"{staged.rows_extracted:,}",
         f"{staged.rows_staged:,}",
     )
+    if checks is not None:
+        steps.step("expect", "%s", describe_expectations(expected.metrics))
     superseded = reruns.superseded_load_ids(request.disposition, earlier, window)
     load = _StagedLoad(
-        request, load_id, staged, window, new_state, stored, steps, schema, nested, superseded, interrupted
+        request,
+        load_id,
+        staged,
+        window,
+        new_state,
+        stored,
+        steps,
+        schema,
+        nested,
+        superseded,
+        interrupted,
+        expected,
     )
     table, properties_set = apply_table_properties(spark, writer, request, table)
     if properties_set:
@@ -252,6 +277,7 @@ class _StagedLoad:
     nested: Any = None  # nested_tables.NestedBatch: the child tables, committed before this table
     superseded: tuple[str, ...] = ()  # loads whose rows this one replaces (plan/reruns.py)
     interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_tables)
+    expected: Any = None  # expectations.Outcome: the expectations' metrics and the rows to quarantine
 
     @property
     def window_dict(self) -> dict | None:
@@ -280,8 +306,12 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
         table_identity.TABLE_ID: getattr(table, "table_id", None),
         **reruns.map_index_metrics(request.run),
         **({"replaced_load_ids": list(load.superseded)} if load.superseded else {}),
+        **(load.expected.metrics if load.expected is not None else {}),
     }
     load.steps.step("plan", "%s", describe_plan(plan))
+    if load.expected is not None:  # the quarantined rows: committed before the table's commit
+        expectations.commit_quarantine(writer, request, load.expected, load, load.stored)
+        checkpoint("after_quarantine")
     if plan.operation is Operation.NOTHING:
         version = table.version if table is not None else None
         metrics = {**base_metrics, "load_id": None, "table_version": version}

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..delta import store
 from ..errors import LoadNotRecordedError
+from ..model.expectations import QUALITY_METRICS
 from ..model.request import LoadRequest
 
 
@@ -35,4 +36,5 @@ def commit_metadata(request: LoadRequest, load_id: str, base_metrics: dict, wind
         "window": window,
         "run": request.run.to_dict(),
         "replaced_load_ids": base_metrics.get("replaced_load_ids"),
+        "quality": {k: base_metrics[k] for k in QUALITY_METRICS if k in base_metrics} or None,
     }

@@ -81,3 +81,15 @@ def describe_commit(version: int, metrics: dict[str, Any]) -> str:
         f"updated, {count('numTargetRowsDeleted')} deleted; files +{count('numTargetFilesAdded')} "
         f"-{count('numTargetFilesRemoved')}"
     )
+
+
+def describe_expectations(metrics: dict[str, Any]) -> str:
+    """Each expectation's failed rows and action, then the rows dropped and quarantined."""
+    each = [
+        f"{name} ({counts['action']}): {counts['failed']:,} failed"
+        for name, counts in metrics.get("expectations", {}).items()
+    ]
+    return (
+        f"{'; '.join(each)}; {metrics.get('rows_dropped', 0):,} dropped, "
+        f"{metrics.get('rows_quarantined', 0):,} quarantined"
+    )

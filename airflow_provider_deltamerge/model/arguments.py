@@ -15,6 +15,7 @@ from .cdc import check_column_list, check_condition, check_sequence_by, check_to
 from .checks import choice, key_tuple
 from .columns import ColumnSchema, canonical_columns
 from .contract import check_schema_contract
+from .expectations import check_expectations
 from .incremental import as_incremental, parse_instant
 from .naming import NAMINGS, NOT_IN_NAMES, SYSTEM_PREFIX, check_folder_name, check_table_location
 from .null_updates import check_ignore_null_updates
@@ -212,6 +213,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], Any]] = {
     ),
     "columns": canonical_columns,
     "schema_contract": check_schema_contract,
+    "expectations": check_expectations,
     "pipeline_name": check_pipeline_name,
     "backend": lambda value: choice("backend", value, BACKENDS),
     "naming": lambda value: choice("naming", value, NAMINGS),

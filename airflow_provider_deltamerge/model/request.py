@@ -94,6 +94,7 @@ class LoadRequest:
     track_history_except_column_list: Any = None  # all stored columns' but these (model/track_history.py)
     columns: Any = None
     schema_contract: Any = None
+    expectations: Any = None  # {action: {name: condition}}: data quality checks (model/expectations.py)
     pipeline_name: str | None = None
     backend: str = "auto"
     naming: str = "snake_case"
@@ -196,7 +197,7 @@ class LoadRequest:
         merge_key, sequence_by, column_list, except_column_list, apply_as_deletes, apply_as_truncates,
         tombstone_retention, ignore_null_updates, ignore_null_updates_column_list,
         ignore_null_updates_except_column_list, track_history_column_list,
-        track_history_except_column_list, columns, schema_contract,
+        track_history_except_column_list, columns, schema_contract, expectations,
         pipeline_name, backend, naming, incremental, window_overwrite, table_properties,
         max_table_nesting, nested_layout, root_key, storage_options, catalog, create_schema, and the
         run's data_interval, run_context and load_id.

@@ -28,6 +28,7 @@ OVERRIDABLE = (
     "merge_key",
     "columns",
     "schema_contract",  # only ever tightened by dag_run.conf (see DeltaMergeOperator.load_arguments)
+    "expectations",  # likewise
     "window_overwrite",
     "backend",
     "every",

@@ -12,7 +12,8 @@ so without that provider they cost nothing. What they report:
   ``schema`` and ``version`` after the task, ``outputStatistics`` (rows and files the task wrote, and
   the bytes its commits added) and ``columnLineage``: a load copies every column of the table that is
   not one it makes itself (dlt's ``_dlt_*``, scd2's validity columns) from the source column of the same
-  stored name, or for a query from the column the SQL parser maps to it.
+  stored name, or for a query from the column the SQL parser maps to it; with ``expectations=``, also
+  ``dataQualityAssertions``: each expectation, successful where no row failed it.
 
 The provider calls the completion method in a process it forks from the task's, where delta-rs cannot
 run (its runtime does not survive a fork). So what the task returned, and the table's facts, are
@@ -297,6 +298,9 @@ class DeltaLineageMixin:
         output_facets: dict[str, Any] = {}
         if recorded is not None:  # the task completed
             facets.update(self._table_facets(recorded.facts, source))
+            quality = _quality_assertions(recorded.metrics)
+            if quality is not None:
+                facets["dataQualityAssertions"] = quality
             written = self.written(recorded.metrics, recorded.facts)
             if written is not None:
                 output_facets["outputStatistics"] = statistics.OutputStatisticsOutputDatasetFacet(
@@ -336,6 +340,21 @@ class DeltaLineageMixin:
             return set()
         named = [*(disposition.get("validity_column_names") or ()), disposition.get("active_column_name")]
         return {n for n in named if n}
+
+
+def _quality_assertions(metrics: list[dict[str, Any]]) -> Any:
+    """The loads' expectations (`expectations=`) as OpenLineage's data quality assertions: each one
+    successful where no row of any load failed it; None without expectations."""
+    from openlineage.client.facet_v2 import data_quality_assertions_dataset as quality
+
+    failed: dict[str, int] = {}
+    for load in metrics:
+        for name, counts in (load.get("expectations") or {}).items():
+            failed[name] = failed.get(name, 0) + counts["failed"]
+    if not failed:
+        return None
+    assertions = [quality.Assertion(assertion=name, success=rows == 0) for name, rows in failed.items()]
+    return quality.DataQualityAssertionsDatasetFacet(assertions=assertions)
 
 
 def _column_lineage(columns: list[str], source: SourceLineage) -> Any:

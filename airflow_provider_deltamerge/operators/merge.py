@@ -17,6 +17,7 @@ from ..hooks.storage import storage_options_for
 from ..model.arguments import ARGUMENT_CHECKS, check_dataset, check_table_name
 from ..model.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..model.contract import tightened
+from ..model.expectations import tightened as tightened_expectations
 from ..model.naming import naming_convention, table_uri
 from ..model.request import LoadRequest
 from ..model.sources import names_change_feed
@@ -119,6 +120,9 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         ``{"deleted": {"hard_delete": True}, "amount": {"data_type": "decimal", "scale": 2}}``.
     :param schema_contract: how the table's schema may change: "evolve" (default), "freeze",
         "discard_row", "discard_value", or a dict over ``tables``, ``columns``, ``data_type``.
+    :param expectations: data quality checks, ``{action: {name: condition}}`` with actions "warn",
+        "drop", "quarantine", "fail", e.g. ``{"drop": {"positive_amount": "amount > 0"}}`` (see
+        docs/EXPECTATIONS.md); dag_run.conf may only make them stricter.
     :param incremental: an ``Incremental`` or its dict form (cursor column, initial value, ...).
     :param pipeline_name: pipeline name in the state tables.
     :param backend: "auto", "delta-rs" or "delta-spark".
@@ -164,6 +168,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "track_history_except_column_list",
         "columns",
         "schema_contract",
+        "expectations",
         "incremental",
         "window",
         "pipeline_name",
@@ -174,6 +179,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         "write_disposition": "json",
         "columns": "json",
         "schema_contract": "json",
+        "expectations": "json",
         "table_properties": "json",
     }
     ui_color = "#00add4"
@@ -200,6 +206,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         track_history_except_column_list: str | list[str] | None = None,
         columns: dict[str, dict[str, Any]] | list[dict[str, Any]] | None = None,
         schema_contract: str | dict[str, str] | None = None,
+        expectations: dict[str, dict[str, str]] | None = None,
         incremental: Any = None,
         pipeline_name: str | None = None,
         backend: str = "auto",
@@ -251,6 +258,7 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         self.track_history_except_column_list = track_history_except_column_list
         self.columns = columns
         self.schema_contract = schema_contract
+        self.expectations = expectations
         self.incremental = incremental.to_dict() if hasattr(incremental, "to_dict") else incremental
         self.pipeline_name = pipeline_name
         self.backend = backend
@@ -288,6 +296,8 @@ class DeltaMergeOperator(DeltaLineageMixin, BaseOperator):
         arguments.update({k: v for k, v in overrides.items() if k in arguments})
         if "schema_contract" in overrides:  # dag_run.conf may tighten the contract, never loosen it
             arguments["schema_contract"] = tightened(self.schema_contract, overrides["schema_contract"])
+        if "expectations" in overrides:  # ... and its expectations only stricter
+            arguments["expectations"] = tightened_expectations(self.expectations, overrides["expectations"])
         return arguments
 
     @contextmanager

@@ -111,10 +111,10 @@ def distinct_events(df: DataFrame, key: tuple[str, ...], sequence: tuple[str, ..
     return with_sequence_kept(ranked.filter(F.col(RANK) == 1).drop(RANK), sequence)
 
 
-def check_condition(df: DataFrame, argument: str, condition: str) -> None:
-    """Refuse a condition that is not over the event's own columns (model/row_condition.py; here a name
-    Spark reads as a function must be a column), does not parse, names a column the events lack, or is
-    not true/false, before any job runs."""
+def check_condition(df: DataFrame, argument: str, condition: str, rows: str = "events") -> None:
+    """Refuse a condition that is not over the row's own columns (model/row_condition.py; here a name
+    Spark reads as a function must be a column), does not parse, names a column the `rows` (events, or
+    the batch's rows) lack, or is not true/false, before any job runs."""
     data = [c for c in df.columns if c != INPUT_ORDER]
     check_row_condition(argument, condition, data)
     try:
@@ -122,7 +122,7 @@ def check_condition(df: DataFrame, argument: str, condition: str) -> None:
     except Exception as exc:  # Spark's parse and analysis errors: their first line says what is wrong
         problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(
-            argument, f"{condition!r} is not a condition over the events' columns {data}: {problem}"
+            argument, f"{condition!r} is not a condition over the {rows}' columns {data}: {problem}"
         ) from None
     if not isinstance(kind, T.BooleanType):
         raise ConfigError(argument, f"{condition!r} is a {kind.simpleString()}, not a condition (true/false)")

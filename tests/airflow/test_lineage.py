@@ -358,3 +358,21 @@ def test_the_completion_facets_come_from_a_fork_of_the_task_process(tmp_path):
         "version",
         "outputStatistics",
     ]
+
+
+def test_expectations_become_the_output_tables_data_quality_assertions(tmp_path, enabled):
+    table = str(tmp_path / "lake" / "orders")
+    write_deltalake(table, ORDERS)
+    operator = LineageMergeOperator(
+        task_id="load", source="shop.orders", dataset=str(tmp_path / "lake"), table_name="orders"
+    )
+    checked = {
+        "positive_amount": {"action": "drop", "passed": 2, "failed": 1},
+        "has_id": {"action": "warn", "passed": 3, "failed": 0},
+    }
+    returned = {"load_id": "1700000000.0", "table_version": 0, "expectations": checked, "rows_dropped": 1}
+    [output] = completed(operator, returned).outputs
+    assertions = output.facets["dataQualityAssertions"].assertions
+    assert [(a.assertion, a.success) for a in assertions] == [("positive_amount", False), ("has_id", True)]
+    [plain] = completed(operator, {"load_id": "1700000000.0", "table_version": 0}).outputs
+    assert "dataQualityAssertions" not in plain.facets

@@ -338,6 +338,25 @@ def test_schema_contract_and_column_schema_reach_the_request_and_conf_only_tight
     assert raised.value.argument == "schema_contract"
 
 
+def test_expectations_reach_the_request_and_conf_only_tightens_them():
+    task = {"warn": {"has_note": "note IS NOT NULL"}, "drop": {"positive": "amount > 0"}}
+    op = merge_op(expectations=task, conf_overridable=["expectations"])
+    assert "expectations" in DeltaMergeOperator.template_fields
+    assert op.build_request(context()).expectations == task
+    looser = {"warn": {"positive": "amount > 0"}, "fail": {"has_id": "id IS NOT NULL"}}
+    request = op.build_request(context(conf={"expectations": looser}))
+    assert request.expectations == {**task, "fail": {"has_id": "id IS NOT NULL"}}  # drop stays drop
+    stricter = op.build_request(
+        context(conf={"expectations": {"quarantine": {"has_note": "note IS NOT NULL"}}})
+    )
+    assert stricter.expectations == {"drop": task["drop"], "quarantine": task["warn"]}
+    with pytest.raises(AirflowFailException, match="never change its condition"):
+        op.build_request(context(conf={"expectations": {"fail": {"positive": "amount > -1"}}}))
+    with pytest.raises(ConfigError) as raised:
+        merge_op(expectations={"drop": {"bad": "amount > (SELECT 1)"}})
+    assert raised.value.argument == "expectations.drop.bad"
+
+
 def test_backfill_plan_of_zoned_bounds_is_calendar_days_in_their_zone():
     import pendulum
 

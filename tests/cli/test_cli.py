@@ -292,6 +292,7 @@ def test_table_arguments_stay_inside_the_dataset(shop, args, message):
         ),
         (("--source", "shop.orders", "--initial-value", "2024-01-01"), "--initial-value"),
         (("--source", "shop.orders", "--naming", "camel"), "naming: 'camel' is not valid"),
+        (("--source", "shop.orders", "--expectations", '{"reject": {}}'), "expectations: unknown action"),
         (
             ("--source", "shop.orders", "--table-property", "delta.nope=1"),
             "table_properties: 'delta.nope' is not a Delta table property",
@@ -393,7 +394,11 @@ def test_the_console_script_runs_the_command(shop):
             ("--table-property", "delta.appendOnly=true", "--table-property", "delta.checkpointInterval=5"),
             {"table_properties": {"delta.appendOnly": "true", "delta.checkpointInterval": "5"}},
         ),
-        ((), {"max_table_nesting": None}),
+        ((), {"max_table_nesting": None, "expectations": None}),
+        (
+            ("--expectations", '{"drop": {"positive": "amount > 0"}}'),
+            {"expectations": {"drop": {"positive": "amount > 0"}}},
+        ),
         (("--max-table-nesting", "0"), {"max_table_nesting": 0}),
         (
             ("--strategy", "scd2", "--merge-key", "id", "--sequence-by", "lsn", "--except-column-list", "op"),
@@ -444,3 +449,18 @@ def test_the_package_processes_exit_with_the_code_of_their_work(outcome, code, s
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (code, "done")
     assert stderr in done.stderr and (stderr or done.stderr == "")
+
+
+def test_loads_show_the_rows_expectations_set_aside():
+    from rich.console import Console
+
+    from airflow_provider_deltamerge.cli.render import render_loads
+
+    console = Console(record=True, width=240)
+    checked = {"expectations": {"p": {"action": "drop", "passed": 5, "failed": 1}}}
+    metrics = {**checked, "rows_dropped": 1, "rows_quarantined": 2}
+    record = {"load_id": "1.5", "table": "orders", "window_start": None, "window_end": None}
+    record |= {"table_version": 3, "status": 0, "inserted_at": "now"}
+    render_loads(console, [{**record, "metrics": metrics}, {**record, "load_id": "1.4", "metrics": {}}])
+    shown = console.export_text()
+    assert "set aside" in shown and "1 dropped, 2 quarantined" in shown and shown.count("quarantined") == 1

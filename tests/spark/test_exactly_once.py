@@ -6,11 +6,7 @@ and no batch is ever applied twice.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -19,7 +15,7 @@ from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import Incremental, run_load
 from airflow_provider_deltamerge.delta import store
-from tests.faults import STEPS, InjectedFault
+from tests.faults import STEPS, InjectedFault, killed_child
 
 pytestmark = pytest.mark.spark
 
@@ -214,20 +210,7 @@ def test_a_killed_process_after_its_commit_is_finished_by_the_retry(spark, tmp_p
         "backend": each_writer,  # the writer this test runs with
         "rows": [{**r, "ts": r["ts"].isoformat()} for r in source],
     }
-    environment = {
-        **os.environ,
-        "DELTAMERGE_FAIL_AT": "after_commit",
-        "DELTAMERGE_FAIL_MODE": "kill",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(arguments)],
-        cwd=REPO_ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    child = killed_child(CHILD, arguments, "after_commit")
     assert child.returncode == 137, child.stdout[-2000:] + child.stderr[-4000:]
     assert DeltaTable(f"{killed}/{TABLE}").version() == 1  # the commit landed ...
     assert len(store.read_loads(killed)) == 1  # ... and the process died before recording it

@@ -31,6 +31,7 @@ EXAMPLES = {
     ),
     errors.ChangeFeedError: lambda: errors.ChangeFeedError("/lake/bronze/orders", 3, 5, "its feed was off"),
     errors.ContractError: lambda: errors.ContractError("events", "columns", "note"),
+    errors.ExpectationError: lambda: errors.ExpectationError("orders", {"has_id": 2}, [{"id": None}]),
     errors.SchemaError: lambda: errors.SchemaError("events", "id", "bigint", "string"),
     errors.ConflictError: lambda: errors.ConflictError("another writer changed table /lake/events"),
     errors.StoreError: lambda: errors.StoreError("/lake/_dlt_loads", "it is a file, not a Delta table"),

@@ -22,6 +22,7 @@ PUBLIC_NAMES = [
     "CursorValueMissingError",
     "DeltaMergeError",
     "DuplicateKeyError",
+    "ExpectationError",
     "Incremental",
     "InvalidColumnNameError",
     "JobFailedError",

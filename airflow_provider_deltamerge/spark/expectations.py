@@ -1,0 +1,159 @@
+"""Expectations on the batch in Spark (model/expectations.py): each row flagged with the expectations it
+fails, the rows a `drop`, `quarantine` or `fail` expectation sets aside left out, and the counts observed
+on staging's own pass over the batch (spark/profile.py), so checking adds no pass over the source.
+
+The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
+(a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
+PySpark 3.5 observes nothing, they are one job over the flagged batch instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..model.expectations import ACTIONS, Expectation
+from ..model.row_condition import check_row_condition
+from . import profile
+from .cdc import check_condition
+from .frames import INPUT_ORDER
+
+FAILED = "__dq_failed"  # the names of the expectations a row fails (array of text), on the rows set aside
+_FLAG = "__dq_fails_{}"  # true where the row fails expectation {index}: plain booleans in the pass
+_DROPPED = "dq:dropped"
+_QUARANTINED = "dq:quarantined"
+_FAILING = "dq:failing"  # rows failing a `fail` expectation
+
+
+@dataclass(frozen=True)
+class Counts:
+    rows: int  # every row checked
+    failed: dict[str, int]  # expectation name -> rows failing it
+    dropped: int
+    quarantined: int
+    failing: int  # rows failing a `fail` expectation: the load then fails
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The batch's expectations in Spark: `flagged`, every row with a flag per expectation; `kept`, the
+    rows that go on to staging (observed); `counts(rows_staged)` once staging's pass has run."""
+
+    expectations: tuple[Expectation, ...]
+    flagged: DataFrame
+    kept: DataFrame
+    observed: Callable[[], profile.Profile] | None
+
+    def counts(self, rows_reaching_staging: int) -> Counts:
+        """The counts; those staging's pass observed where it saw every kept row (`rows_reaching_staging`
+        of them), else one job over the flagged batch."""
+        found = None
+        if self.observed is not None and rows_reaching_staging > 0:
+            found = self.observed()
+            set_aside = found.get(_DROPPED) + found.get(_QUARANTINED) + found.get(_FAILING)
+            if found.rows - set_aside != rows_reaching_staging:  # it saw part of the rows: ask again
+                found = None
+        if found is None:
+            found = profile.aggregated(self.flagged, _aggregates(self.expectations))
+        failed = {e.name: int(found.get(f"dq:{i}")) for i, e in enumerate(self.expectations)}
+        return Counts(
+            found.rows,
+            failed,
+            int(found.get(_DROPPED)),
+            int(found.get(_QUARANTINED)),
+            int(found.get(_FAILING)),
+        )
+
+    def rows_failing(self, action: str, limit: int) -> list[dict]:
+        """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
+        rows = self.flagged.filter(_strictest(self.expectations, action)).limit(limit)
+        return [r.asDict(recursive=True) for r in self._named(rows).collect()]
+
+    def quarantined(self) -> DataFrame:
+        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one."""
+        return self._named(self.flagged.filter(_strictest(self.expectations, "quarantine"))).drop(INPUT_ORDER)
+
+    def _named(self, rows: DataFrame) -> DataFrame:
+        """`rows` with FAILED instead of the flags (a higher-order function: only on the rows set aside)."""
+        names = [F.when(_failed(i), F.lit(e.name)) for i, e in enumerate(self.expectations)]
+        named = rows.withColumn(FAILED, F.filter(F.array(*names), lambda name: name.isNotNull()))
+        return named.drop(*_flags(self.expectations))
+
+
+def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
+    """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
+    refused (ConfigError naming the expectation) before any job runs."""
+    _check_conditions(df, expectations)
+    flagged = df.withColumns(
+        {_FLAG.format(i): ~F.coalesce(F.expr(e.condition), F.lit(False)) for i, e in enumerate(expectations)}
+    )
+    observed = None
+    source = flagged
+    if profile.observes_in_pass(flagged):
+        source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
+    aside = [e for e in expectations if e.action != "warn"]
+    kept = source.filter(~_fails_any(expectations, aside)) if aside else source
+    return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
+
+
+def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...]) -> None:
+    """Each condition over the batch's own columns and true/false: all of them analysed by Spark at once,
+    and where that finds a fault, one by one to name the expectation (spark/cdc.py's check_condition)."""
+    data = [c for c in df.columns if c != INPUT_ORDER]
+    for expectation in expectations:  # pure: no subquery, no function that runs code (model/row_condition.py)
+        check_row_condition(_argument(expectation), expectation.condition, data)
+    try:
+        types = df.select(*(F.expr(e.condition) for e in expectations)).schema.fields
+        if all(isinstance(f.dataType, T.BooleanType) for f in types):
+            return
+    except Exception:  # Spark's parse and analysis errors: named below
+        pass
+    for expectation in expectations:
+        check_condition(df, _argument(expectation), expectation.condition, "batch's rows")
+
+
+def _argument(expectation: Expectation) -> str:
+    return f"expectations.{expectation.action}.{expectation.name}"
+
+
+def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:
+    """rows, then per expectation (`dq:<index>`) the rows failing it, then the rows dropped,
+    quarantined and failing (each row counted once, under its strictest action)."""
+    counts = [F.count(F.lit(1)).alias("rows")]
+    counts += [_counted(_failed(i)).alias(f"dq:{i}") for i in range(len(expectations))]
+    counts.append(_counted(_strictest(expectations, "drop")).alias(_DROPPED))
+    counts.append(_counted(_strictest(expectations, "quarantine")).alias(_QUARANTINED))
+    counts.append(_counted(_strictest(expectations, "fail")).alias(_FAILING))
+    return counts
+
+
+def _flags(expectations) -> list[str]:
+    return [_FLAG.format(i) for i in range(len(expectations))]
+
+
+def _failed(index: int) -> Column:
+    return F.col(_FLAG.format(index))
+
+
+def _counted(condition: Column) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0))
+
+
+def _fails_any(expectations: tuple[Expectation, ...], some: list[Expectation]) -> Column:
+    """Whether the row fails any of `some` (of `expectations`)."""
+    flags = [_failed(i) for i, e in enumerate(expectations) if e in some]
+    found = F.lit(False)
+    for flag in flags:
+        found = found | flag
+    return found
+
+
+def _strictest(expectations: tuple[Expectation, ...], action: str) -> Column:
+    """Whether a row fails an expectation of `action` and none stricter."""
+    of = [e for e in expectations if e.action == action]
+    stricter = [e for e in expectations if ACTIONS.index(e.action) > ACTIONS.index(action)]
+    return _fails_any(expectations, of) & ~_fails_any(expectations, stricter)

@@ -1,0 +1,89 @@
+"""`expectations=` checked into its canonical form, refused with the argument named, and a run's conf
+only ever making it stricter (model/expectations.py); the OpenLineage assertions made of its counts."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from airflow_provider_deltamerge import ConfigError, ExpectationError, LoadRequest
+from airflow_provider_deltamerge.model.expectations import check_expectations, parse_expectations, tightened
+
+THREE = {
+    "fail": {"has_id": "id IS NOT NULL"},
+    "drop": {"positive_amount": " amount > 0 "},
+    "quarantine": {"known_country": "country IN ('DE', 'FR')"},
+}
+
+
+def test_the_canonical_form_groups_by_action_loosest_first_and_strips_conditions():
+    assert list(check_expectations(THREE).items()) == [
+        ("drop", {"positive_amount": "amount > 0"}),
+        ("quarantine", {"known_country": "country IN ('DE', 'FR')"}),
+        ("fail", {"has_id": "id IS NOT NULL"}),
+    ]
+    assert check_expectations(None) is None and check_expectations({}) is None
+    assert [(e.name, e.action) for e in parse_expectations(THREE)] == [
+        ("positive_amount", "drop"),
+        ("known_country", "quarantine"),
+        ("has_id", "fail"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "argument", "part"),
+    [
+        ("amount > 0", "expectations", "must be a dict of actions"),
+        ({"expect_or_drop": {"a": "x > 0"}}, "expectations", "unknown action(s) ['expect_or_drop']"),
+        ({"drop": {"a": "x > 0"}, "fail": {"a": "y > 0"}}, "expectations.fail.a", "unique per table"),
+        ({"drop": {"a": "x > 0"}, "warn": {"A": "y > 0"}}, "expectations.drop.a", "unique per table"),
+        ({"drop": {"a": "x IN (SELECT x FROM t)"}}, "expectations.drop.a", "SELECT"),
+        ({"drop": {"a": "reflect('java.lang.Runtime', 'exec', 'rm')"}}, "expectations.drop.a", "reflect"),
+        ({"drop": {"a": "rand() > 0.5"}}, "expectations.drop.a", "rand"),
+        ({"drop": {"a": None}}, "expectations.drop.a", "needs a condition"),
+        ({"drop": {"": "x > 0"}}, "expectations.drop", "is not a name"),
+    ],
+)
+def test_a_bad_expectation_is_refused_naming_it(value, argument, part):
+    with pytest.raises(ConfigError) as refused:
+        LoadRequest.create(dataset="/tmp/lake", table_name="orders", expectations=value)
+    assert refused.value.argument == argument
+    assert part in str(refused.value)
+
+
+def test_a_runs_conf_makes_an_expectation_stricter_or_adds_one_never_looser():
+    task = {"warn": {"a": "x > 0"}, "drop": {"b": "y > 0"}}
+    assert tightened(task, {"fail": {"a": "x > 0"}, "warn": {"b": "y > 0"}}) == {
+        "drop": {"b": "y > 0"},
+        "fail": {"a": "x > 0"},
+    }
+    assert tightened(task, {"quarantine": {"c": "z > 0"}}) == {**task, "quarantine": {"c": "z > 0"}}
+    assert tightened(None, {"drop": {"c": "z > 0"}}) == {"drop": {"c": "z > 0"}}
+    with pytest.raises(ConfigError, match="never change its condition"):
+        tightened(task, {"fail": {"a": "x > -100"}})
+
+
+def test_the_expectation_error_pickles_with_what_it_names():
+    error = ExpectationError("orders", {"has_id": 2}, [{"id": None}])
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.table, again.failed, again.examples, str(again)) == (
+        "orders",
+        {"has_id": 2},
+        [{"id": None}],
+        str(error),
+    )
+
+
+def test_the_counts_become_openlineage_data_quality_assertions():
+    pytest.importorskip("openlineage.client")
+    from airflow_provider_deltamerge.operators.lineage import _quality_assertions
+
+    loads = [
+        {"expectations": {"a": {"action": "drop", "passed": 3, "failed": 0}}},
+        {"expectations": {"a": {"action": "drop", "passed": 2, "failed": 1}, "b": {"failed": 0}}},
+        {"load_id": None},
+    ]
+    facet = _quality_assertions(loads)
+    assert [(a.assertion, a.success) for a in facet.assertions] == [("a", False), ("b", True)]
+    assert _quality_assertions([{"numSourceRows": 1}]) is None
