@@ -23,8 +23,6 @@ import dataclasses
 import logging
 import random
 import time
-from dataclasses import dataclass
-from typing import Any
 
 from ..delta import recovery, store
 from ..delta.child_tables import refuse_loading_a_child_table
@@ -64,6 +62,7 @@ from . import (
 )
 from .change_feed_source import FeedReader
 from .load_info import LoadInfo
+from .staged_load import StagedLoad
 from .step_log import (
     StepLog,
     describe_commit,
@@ -184,7 +183,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     if checks is not None:
         steps.step("expect", "%s", describe_expectations(expected.metrics))
     superseded = reruns.superseded_load_ids(request.disposition, earlier, window)
-    load = _StagedLoad(
+    load = StagedLoad(
         request,
         load_id,
         staged,
@@ -262,29 +261,7 @@ def _cursor_state(request: LoadRequest, stored: store.StoreSnapshot, commits) ->
     return recovery.cursor_state(stored, request.pipeline, request.table, commits)
 
 
-@dataclass(frozen=True)
-class _StagedLoad:
-    """A load between staging and its commit: what stays the same if the commit has to be planned again."""
-
-    request: LoadRequest
-    load_id: str
-    staged: Any  # spark.stage.StagedBatch
-    window: Any  # model.window.Window or None
-    new_state: dict | None
-    stored: store.StoreSnapshot
-    steps: StepLog
-    schema: Any  # spark.schema_steps.SchemaStep
-    nested: Any = None  # nested_tables.NestedBatch: the child tables, committed before this table
-    superseded: tuple[str, ...] = ()  # loads whose rows this one replaces (plan/reruns.py)
-    interrupted: tuple[str, ...] = ()  # attempts of this run that committed child tables only (nested_tables)
-    expected: Any = None  # expectations.Outcome: the expectations' metrics and the rows to quarantine
-
-    @property
-    def window_dict(self) -> dict | None:
-        return self.window.as_dict() if self.window is not None else None
-
-
-def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
+def _plan_and_commit(spark, writer, table, load: StagedLoad) -> LoadInfo:
     """Plan against the table as it is now, make the one commit, record the load."""
     request, load_id, window = load.request, load.load_id, load.window_dict
     staged = load.staged  # change events: less those older than their key's tombstone (tombstones)
@@ -400,7 +377,7 @@ def _plan_and_commit(spark, writer, table, load: _StagedLoad) -> LoadInfo:
     return LoadInfo(load_id, request.table_path, request.table, result.version, metrics, window)
 
 
-def _replace_where(writer, load: _StagedLoad):
+def _replace_where(writer, load: StagedLoad):
     """The rows an append replaces: its window's (but those of mapped instances of the same run, read
     from the table's newest commits too, so a sibling that has not recorded itself is seen) and those
     of the loads it supersedes (plan/reruns.py)."""

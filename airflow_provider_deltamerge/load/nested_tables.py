@@ -201,8 +201,8 @@ def _require_root_key(request: LoadRequest, schemas: dict[str, Any]) -> None:
 
 
 def commit_child_tables(spark, writer, load, root_table, root_plan: MergePlan, checkpoint) -> dict[str, dict]:
-    """Commit every child table of the load (`load` is load._StagedLoad), before the root table's commit;
-    return each table's metrics. `checkpoint` marks each table boundary for the crash tests."""
+    """Commit every child table of the load (a load.staged_load.StagedLoad), before the root table's
+    commit; return each table's metrics. `checkpoint` marks each table boundary for the crash tests."""
     nested: NestedBatch = load.nested
     mode = _child_mode(load.request.disposition, root_plan)
     roots = _roots_to_sync(spark, writer, load, root_table, root_plan, mode)

@@ -18,8 +18,8 @@ from ..model.checks import choice
 from ..model.naming import NAMINGS
 from ..model.options import BACKENDS
 from ..model.table_names import parse_table_name
+from .assets import is_templated
 from .lineage import DeltaLineageMixin, TableFacts, Written
-from .merge import is_templated
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -9,60 +9,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.common.compat.sdk import AirflowFailException, Asset, AssetAlias, BaseOperator
+from airflow.providers.common.compat.sdk import AirflowFailException, AssetAlias, BaseOperator
 
 from ..errors import CatalogError, ConfigError
 from ..hooks.deltamerge import DeltaMergeHook, check_submit_options
 from ..hooks.storage import storage_options_for
-from ..model.arguments import ARGUMENT_CHECKS, check_dataset, check_table_name
+from ..model.arguments import ARGUMENT_CHECKS
 from ..model.cdc import DEFAULT_TOMBSTONE_RETENTION
 from ..model.contract import tightened
 from ..model.expectations import tightened as tightened_expectations
-from ..model.naming import naming_convention, table_uri
 from ..model.request import LoadRequest
 from ..model.sources import names_change_feed
-from ..model.table_names import catalog_uri, parse_table_name
+from .assets import is_templated, table_asset, table_outlet
 from .context import check_overridable, data_interval_of, openlineage_spark_conf, run_context_of, split_conf
 from .lineage import DeltaLineageMixin
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-
-def is_templated(value: Any) -> bool:
-    """True if a value (or anything nested in it) holds Jinja to be rendered at run time."""
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value
-    if isinstance(value, Mapping):
-        return any(is_templated(k) or is_templated(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(is_templated(v) for v in value)
-    return False
-
-
-def table_asset(
-    dataset: str | None, table_name: str, naming: str = "snake_case", catalog: str = "spark"
-) -> Asset:
-    """The Asset a load into <dataset>/<table_name> updates; a catalog table's by its name
-    (`catalog://<catalog>/<schema>/<table>`, model/table_names.py)."""
-    target = parse_table_name(table_name)
-    if target.in_catalog:
-        return Asset(uri=catalog_uri(target, naming_convention(naming)(target.table), catalog))
-    return Asset(uri=table_uri(dataset, table_name, naming))
-
-
-def table_outlet(
-    dataset: str | None, table_name: str, naming: str = "snake_case", catalog: str = "spark"
-) -> Asset | AssetAlias:
-    """What a task declares it updates, when the DAG is parsed: the table's Asset; or, where dataset
-    or table_name is templated, an AssetAlias that the task resolves to the rendered table's Asset
-    when it emits its event."""
-    if is_templated([dataset, table_name, catalog]):
-        return AssetAlias(name=f"deltamerge:{dataset}/{table_name}")
-    check_table_name(table_name)
-    if dataset is not None or not parse_table_name(table_name).in_catalog:
-        check_dataset(dataset)
-    return table_asset(dataset, table_name, naming, catalog)
 
 
 def check_window(window: Any) -> dict[str, Any] | None:
