@@ -164,11 +164,9 @@ def test_a_table_loaded_before_keeps_its_structs_as_of_their_sequence(
 
 def test_a_struct_gaining_a_field_later_is_kept_as_a_variant_column_of_its_own(spark, dataset):
     load(spark, dataset, [FULL])
-    wider = f"id long, seq long, op string, address struct<street: string, zip: string>, note string"
+    wider = "id long, seq long, op string, address struct<street: string, zip: string>, note string"
     frame = spark.createDataFrame([(1, 3, "U", (None, "75001"), None)], wider)
-    load_events(
-        spark, dataset, frame, ignore_null_updates=True, except_column_list=["op"], columns=None
-    )
+    load_events(spark, dataset, frame, ignore_null_updates=True, except_column_list=["op"], columns=None)
     kept = stored(dataset)[1]
     assert kept["address"] == FULL["address"]  # the event carried no struct of this type: nothing to update
     assert kept["address__v_json"] == {"street": None, "zip": "75001"}
