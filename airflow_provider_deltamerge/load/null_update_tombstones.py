@@ -8,6 +8,7 @@ delete must be left out, not only an older row, the tombstone a load writes is e
 the batch (the `deleted_at` helpers), also one older than the key's newest event: `newest_deletes`.
 A truncate (`apply_as_truncates`) resets every row: the newest, remembered or the batch's, cuts every key's
 values as a tombstone of the key does.
+A struct column's fields are cut one by one, by their own sequences (model/null_updates.py).
 Both work on the Arrow table where staging collected the batch, else in Spark.
 """
 
@@ -49,8 +50,10 @@ def older_values_dropped(spark, staged, tombstones: list[dict], key, sequence, t
     if not (newest or truncated_at is not None) or not kept:
         return staged
     if staged.arrow is not None:
-        arrow = _in_arrow(staged.arrow, newest, truncated_at, key, kept)
-        return dataclasses.replace(staged, arrow=_fields_in_arrow(arrow, newest, truncated_at, key, kept))
+        keys = staged.arrow.select(list(key)).to_pylist()
+        cuts = [_newer(newest.get(tuple(r[k] for k in key)), truncated_at) for r in keys]
+        arrow = _fields_in_arrow(_in_arrow(staged.arrow, cuts, kept), cuts, kept)
+        return dataclasses.replace(staged, arrow=arrow)
     df = _in_spark(spark, staged.df, newest, truncated_at, key, sequence, kept)
     return dataclasses.replace(staged, df=df)
 
@@ -66,9 +69,8 @@ def _kept_values(columns, parts: int) -> dict[str, tuple[str, ...]]:
     return {value: tuple(at[p] for p in range(1, parts + 1)) for value, at in complete.items()}
 
 
-def _in_arrow(arrow: pa.Table, newest: dict, truncated_at, key, kept) -> pa.Table:
-    keys = arrow.select(list(key)).to_pylist()
-    cuts = [_newer(newest.get(tuple(r[k] for k in key)), truncated_at) for r in keys]
+def _in_arrow(arrow: pa.Table, cuts: list, kept) -> pa.Table:
+    """Each kept value (and its sequence) made null where it is not newer than its row's cut."""
     for value, at in kept.items():
         held = zip(*(arrow[c].to_pylist() for c in at), strict=True)
         stale = [c is not None and s[0] is not None and s <= c for s, c in zip(held, cuts, strict=True)]
@@ -82,11 +84,9 @@ def _in_arrow(arrow: pa.Table, newest: dict, truncated_at, key, kept) -> pa.Tabl
     return arrow
 
 
-def _fields_in_arrow(arrow: pa.Table, newest: dict, truncated_at, key, kept) -> pa.Table:
+def _fields_in_arrow(arrow: pa.Table, cuts: list, kept) -> pa.Table:
     """A struct value's fields (model/null_updates.py) each made null where its own sequence is not newer
-    than its key's cut, its sequence too (the struct's own, older, made it null whole already)."""
-    keys = arrow.select(list(key)).to_pylist()
-    cuts = [_newer(newest.get(tuple(r[k] for k in key)), truncated_at) for r in keys]
+    than its row's cut, its sequence too (the struct's own, older, made it null whole already)."""
     for value, at in kept.items():
         names = field_sequences_of(value, len(at))
         if not all(n in arrow.column_names for n in names) or not any(c is not None for c in cuts):

@@ -17,6 +17,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..errors import ConfigError
 from ..model.null_updates import NODE_SEQUENCE, Shape
 
 
@@ -34,6 +35,25 @@ def _shape(kind) -> Shape | None:
     if isinstance(kind, pa.StructType) and kind.num_fields:
         return tuple((kind.field(i).name, _shape(kind.field(i).type)) for i in range(kind.num_fields))
     return None
+
+
+def check_fields(column: str, kind: T.StructType, path: str = "") -> None:
+    """Refuse a nested struct of `column` with a field named as the sequence its field sequences keep
+    beside its fields (NODE_SEQUENCE): the two would clash."""
+    for field in kind.fields:
+        nested = isinstance(field.dataType, T.StructType) and field.dataType.fields
+        if not nested:
+            continue
+        named = f"{path}{field.name}"
+        if any(f.name.lower() == NODE_SEQUENCE for f in field.dataType.fields):
+            raise ConfigError(
+                "ignore_null_updates",
+                f"struct column {column!r}: its struct field {named!r} holds a field {NODE_SEQUENCE!r}, "
+                "the name its field sequences keep that struct's own sequence under. Nothing was loaded. "
+                "Rename that field in the source, or name the column in "
+                "ignore_null_updates_except_column_list (its nulls are then values)",
+            )
+        check_fields(column, field.dataType, named + ".")
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
     for column in chosen:
         kind = df.schema[column].dataType
         if isinstance(kind, T.StructType) and kind.fields:  # field by field
+            fields.check_fields(column, kind)
             newest, carried, shaped = fields.newest_fields(col(column), kind, events, len(sequence))
             replaced[column] = newest.alias(column)
             names = field_sequences_of(column, len(sequence))

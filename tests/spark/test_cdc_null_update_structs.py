@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.load import staged_arrow
 from tests.arrivals import delivered
 from tests.budget import examples
-from tests.helpers import read_rows
+from tests.helpers import read_rows, table_version
 from tests.spark.test_cdc import load as load_events
 from tests.spark.test_cdc_null_updates import DELETES, TRUNCATES, filled, joined, model, split
 
@@ -172,6 +173,20 @@ def test_a_struct_gaining_a_field_later_is_kept_as_a_variant_column_of_its_own(s
     assert kept["address__v_json"] == {"street": None, "zip": "75001"}
     assert kept["_dlt_field_sequences_of_address__v_json"] == {"street": None, "zip": 3}
     assert (kept["seq"], kept["note"]) == (3, "n1")
+
+
+def test_a_nested_field_named_as_its_structs_own_sequence_is_refused_before_anything_is_written(
+    spark, dataset
+):
+    clash = "id long, seq long, op string, address struct<geo: struct<_dlt_sequence: long>>, note string"
+    first = spark.createDataFrame([(1, 1, "U", ((4,),), None)], clash)
+    load_events(spark, dataset, first, table_name="clash", columns=None)  # without ignore_null_updates
+    version = table_version(f"{dataset}/clash")
+    frame = spark.createDataFrame([(1, 2, "U", ((5,),), None)], clash)
+    with pytest.raises(ConfigError, match="'geo' holds a field '_dlt_sequence'") as refused:
+        load_events(spark, dataset, frame, ignore_null_updates=True, table_name="clash", columns=None)
+    assert refused.value.argument == "ignore_null_updates"
+    assert table_version(f"{dataset}/clash") == version
 
 
 def test_the_reference_model_fills_a_struct_field_by_field():
