@@ -8,15 +8,13 @@ must equal in-order application whatever the batching and arrival order of the e
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_deltamerge import ConfigError
 from airflow_provider_deltamerge.load import staged_arrow
-from tests.arrivals import delivered
+from tests.arrivals import arrival_batches, delivered
 from tests.budget import examples
 from tests.helpers import read_rows, table_version
 from tests.spark.test_cdc import load as load_events
@@ -226,11 +224,7 @@ def test_the_table_equals_in_order_application_whatever_the_batching_and_order(
 ):
     """`parts`: the events sequenced by one column, or by two (`split`: ties on the first)."""
     dataset = str(tmp_path_factory.mktemp("structs"))
-    shuffled = list(events)
-    random.Random(seed).shuffle(shuffled)
-    inner = random.Random(seed + 1).sample(range(1, len(shuffled)), min(batches, len(shuffled)) - 1)
-    cuts = sorted({*inner, len(shuffled)})
-    arrivals = [s for s in (shuffled[a:b] for a, b in zip([0, *cuts], cuts, strict=False)) if s]
+    arrivals = arrival_batches(events, batches, seed)  # some sent twice, shuffled, cut
     delivered(lambda batch: load(spark, dataset, batch, parts), arrivals, seed)
     found = rows(dataset, parts) if _loaded(dataset) else {}
     assert found == expected(events)

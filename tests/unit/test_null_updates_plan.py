@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
+from airflow_provider_deltamerge.model.null_updates import sequences_shape
 from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import Case, Col, Lit, render
 from airflow_provider_deltamerge.plan.merge import plan_load
@@ -16,7 +17,7 @@ HINTS = TableHints(primary_key=("id",), sequence_by=("seq",), ignore_null_update
 SOURCE = ("id", "seq", "a", "_dlt_load_id", "_dlt_id", "_dlt_sequence", "_dlt_sequence_of_a")
 
 
-def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, truncate=None):
+def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, truncate=None, shapes=None):
     return plan_load(
         UPSERT,
         hints,
@@ -26,6 +27,7 @@ def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, trunca
         table_columns=table_columns,
         source_columns=source,
         truncate=truncate,
+        shapes=shapes,
     )
 
 
@@ -211,6 +213,7 @@ def test_the_system_columns_of_a_values_sequence_name_their_column_and_part():
 
 
 ADDRESS = (("street", None), ("geo", (("lat", None),)))  # struct<street, geo: struct<lat>>
+KEPT = {"address": ADDRESS, "_dlt_field_sequences_of_address": sequences_shape(ADDRESS)}  # the table's
 STRUCT_SOURCE = (
     "id",
     "seq",
@@ -224,20 +227,8 @@ STRUCT_SOURCE = (
 
 
 def test_a_struct_column_is_built_field_by_field_each_over_its_own_sequence():
-    from airflow_provider_deltamerge.model.null_updates import sequences_shape
-
-    kept = {"address": ADDRESS, "_dlt_field_sequences_of_address": sequences_shape(ADDRESS)}
-    shapes = ({"address": ADDRESS}, kept)
-    plan = plan_load(
-        UPSERT,
-        HINTS,
-        table_exists=True,
-        batch_empty=False,
-        hard_delete=False,
-        table_columns=STRUCT_SOURCE,
-        source_columns=STRUCT_SOURCE,
-        shapes=shapes,
-    )
+    shapes = ({"address": ADDRESS}, KEPT)
+    plan = planned(STRUCT_SOURCE, source=STRUCT_SOURCE, shapes=shapes)
     sets = builder_calls(plan, list(STRUCT_SOURCE))[3]
     assigned = ast.literal_eval(sets[2][len("set=") :])
     value, sequences = assigned["`address`"], assigned["`_dlt_field_sequences_of_address`"]
@@ -256,16 +247,7 @@ def test_a_table_keeping_no_field_sequences_counts_a_field_as_of_its_structs_seq
     table = STRUCT_SOURCE[:-1]
     plan = planned(table, source=STRUCT_SOURCE)
     assert "named_struct" not in render(dict(plan.clauses[0].assignments)["address"], DataFusionDialect())
-    plan = plan_load(
-        UPSERT,
-        HINTS,
-        table_exists=True,
-        batch_empty=False,
-        hard_delete=False,
-        table_columns=table,
-        source_columns=STRUCT_SOURCE,
-        shapes=shapes,
-    )
+    plan = planned(table, source=STRUCT_SOURCE, shapes=shapes)
     sets = dict(plan.clauses[0].assignments)
     street = render(sets["_dlt_field_sequences_of_address"], DataFusionDialect())
     assert 't."_dlt_field_sequences_of_address"' not in street  # not in the table yet
@@ -281,17 +263,7 @@ def test_a_late_truncate_resets_a_structs_fields_older_than_it_in_the_rows_left(
     )
     kept = {"address": ADDRESS, "_dlt_field_sequences_of_address": sequences_shape(ADDRESS)}
     shapes = ({"address": ADDRESS}, kept)
-    plan = plan_load(
-        UPSERT,
-        hints,
-        table_exists=True,
-        batch_empty=False,
-        hard_delete=True,
-        table_columns=STRUCT_SOURCE,
-        source_columns=(*STRUCT_SOURCE, "__hd"),
-        truncate=(3,),
-        shapes=shapes,
-    )
+    plan = planned(STRUCT_SOURCE, hints, (*STRUCT_SOURCE, "__hd"), True, (3,), shapes)
     reset = plan.clauses[-1]
     assert (reset.when, reset.action) == ("not_matched_by_source", "update")
     sets = {c: render(e, DataFusionDialect()) for c, e in reset.assignments}
