@@ -256,13 +256,10 @@ def test_a_table_keeping_no_field_sequences_counts_a_field_as_of_its_structs_seq
 
 
 def test_a_late_truncate_resets_a_structs_fields_older_than_it_in_the_rows_left():
-    from airflow_provider_deltamerge.model.null_updates import sequences_shape
-
     hints = TableHints(
         primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True, apply_as_truncates="op = 'T'"
     )
-    kept = {"address": ADDRESS, "_dlt_field_sequences_of_address": sequences_shape(ADDRESS)}
-    shapes = ({"address": ADDRESS}, kept)
+    shapes = ({"address": ADDRESS}, KEPT)
     plan = planned(STRUCT_SOURCE, hints, (*STRUCT_SOURCE, "__hd"), True, (3,), shapes)
     reset = plan.clauses[-1]
     assert (reset.when, reset.action) == ("not_matched_by_source", "update")
