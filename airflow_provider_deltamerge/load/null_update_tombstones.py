@@ -8,6 +8,7 @@ delete must be left out, not only an older row, the tombstone a load writes is e
 the batch (the `deleted_at` helpers), also one older than the key's newest event: `newest_deletes`.
 A truncate (`apply_as_truncates`) resets every row: the newest, remembered or the batch's, cuts every key's
 values as a tombstone of the key does.
+A struct column's fields are cut one by one, by their own sequences (model/null_updates.py).
 Both work on the Arrow table where staging collected the batch, else in Spark.
 """
 
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..delta.delta_rs import spark_to_arrow
-from ..model.null_updates import deleted_at, sequence_owner
+from ..model.null_updates import NODE_SEQUENCE, deleted_at, field_sequences_of, sequence_owner
 from ..spark import cdc
 from ..spark.names import col, cols
 
@@ -49,7 +50,9 @@ def older_values_dropped(spark, staged, tombstones: list[dict], key, sequence, t
     if not (newest or truncated_at is not None) or not kept:
         return staged
     if staged.arrow is not None:
-        arrow = _in_arrow(staged.arrow, newest, truncated_at, key, kept)
+        keys = staged.arrow.select(list(key)).to_pylist()
+        cuts = [_newer(newest.get(tuple(r[k] for k in key)), truncated_at) for r in keys]
+        arrow = _fields_in_arrow(_in_arrow(staged.arrow, cuts, kept), cuts, kept)
         return dataclasses.replace(staged, arrow=arrow)
     df = _in_spark(spark, staged.df, newest, truncated_at, key, sequence, kept)
     return dataclasses.replace(staged, df=df)
@@ -66,9 +69,8 @@ def _kept_values(columns, parts: int) -> dict[str, tuple[str, ...]]:
     return {value: tuple(at[p] for p in range(1, parts + 1)) for value, at in complete.items()}
 
 
-def _in_arrow(arrow: pa.Table, newest: dict, truncated_at, key, kept) -> pa.Table:
-    keys = arrow.select(list(key)).to_pylist()
-    cuts = [_newer(newest.get(tuple(r[k] for k in key)), truncated_at) for r in keys]
+def _in_arrow(arrow: pa.Table, cuts: list, kept) -> pa.Table:
+    """Each kept value (and its sequence) made null where it is not newer than its row's cut."""
     for value, at in kept.items():
         held = zip(*(arrow[c].to_pylist() for c in at), strict=True)
         stale = [c is not None and s[0] is not None and s <= c for s, c in zip(held, cuts, strict=True)]
@@ -82,6 +84,43 @@ def _in_arrow(arrow: pa.Table, newest: dict, truncated_at, key, kept) -> pa.Tabl
     return arrow
 
 
+def _fields_in_arrow(arrow: pa.Table, cuts: list, kept) -> pa.Table:
+    """A struct value's fields (model/null_updates.py) each made null where its own sequence is not newer
+    than its row's cut, its sequence too (the struct's own, older, made it null whole already)."""
+    for value, at in kept.items():
+        names = field_sequences_of(value, len(at))
+        if not all(n in arrow.column_names for n in names) or not any(c is not None for c in cuts):
+            continue
+        values, shaped = arrow[value].to_pylist(), [arrow[n].to_pylist() for n in names]
+        for row, cut in enumerate(cuts):
+            if values[row] is None:
+                for parts in shaped:
+                    parts[row] = None
+            elif cut is not None:
+                _fresh(values[row], [parts[row] for parts in shaped], tuple(cut))
+        for name, column in ((value, values), *zip(names, shaped, strict=True)):
+            index = arrow.schema.get_field_index(name)
+            field = arrow.schema.field(index)
+            arrow = arrow.set_column(index, field, pa.array(column, field.type))
+    return arrow
+
+
+def _fresh(value: dict, sequences: list, cut: tuple) -> None:
+    """The fields of a struct `value` whose own sequence (in `sequences`, one struct per part) is not
+    newer than `cut`, and their sequences, made null in place; a nested struct by its own, whole."""
+    for name in list(value):
+        parts = [s.get(name) if s is not None else None for s in sequences]
+        nested = isinstance(parts[0], dict)
+        own = tuple(p.get(NODE_SEQUENCE) if isinstance(p, dict) else p for p in parts)
+        if own[0] is not None and own <= cut:
+            value[name] = None
+            for s in sequences:
+                if s is not None:
+                    s[name] = None
+        elif nested and value[name] is not None:
+            _fresh(value[name], parts, cut)
+
+
 def _newer(first, second):
     """The newer of two sequences, either of which may be None (none)."""
     if first is None or second is None:
@@ -90,8 +129,12 @@ def _newer(first, second):
 
 
 def _in_spark(spark, df, newest: dict, truncated_at, key, sequence, kept):
+    from pyspark.sql import Column
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
     from pyspark.sql.types import StructField, StructType
+
+    from ..spark.null_update_fields import without_stale_fields
 
     source, cut = df.alias("e"), None
     if newest:  # the newest tombstone of each row's key, beside it
@@ -104,19 +147,28 @@ def _in_spark(spark, df, newest: dict, truncated_at, key, sequence, kept):
             condition = same if condition is None else condition & same
         source = source.join(F.broadcast(frame.alias("d")), condition, "left")
         cut = [col(cdc.TOMBSTONE_PREFIX + c, "d") for c in sequence]
-    stale = {}
-    for value, at in kept.items():
-        held = [col(c, "e") for c in at]
-        older = F.lit(False)
+
+    def older(held: list) -> Column:
+        """Whether a sequence (its parts) is not newer than its key's tombstone or the truncate."""
+        result = F.lit(False)
         if cut is not None:
-            older = cut[0].isNotNull() & cdc.not_newer(held, cut)
+            result = cut[0].isNotNull() & cdc.not_newer(held, cut)
         if truncated_at is not None:
-            older = older | cdc.not_newer(held, [F.lit(v) for v in truncated_at])
+            result = result | cdc.not_newer(held, [F.lit(v) for v in truncated_at])
+        return F.coalesce(result, F.lit(False))
+
+    replaced = {}
+    for value, at in kept.items():
+        gone = older([col(c, "e") for c in at])
         for name in (value, *at):
-            stale[name] = F.coalesce(older, F.lit(False))
-    selected = [col(c, "e") for c in df.columns]
-    selected = [
-        F.when(stale[c], F.lit(None)).otherwise(s).alias(c) if c in stale else s
-        for c, s in zip(df.columns, selected, strict=True)
-    ]
+            replaced[name] = F.when(gone, F.lit(None)).otherwise(col(name, "e"))
+        names = field_sequences_of(value, len(at))
+        kind = df.schema[value].dataType
+        if isinstance(kind, T.StructType) and kind.fields and all(n in df.columns for n in names):
+            held = col(value, "e")
+            rebuilt, shaped = without_stale_fields(held, [col(n, "e") for n in names], kind, older)
+            replaced[value] = F.when(gone | held.isNull(), F.lit(None)).otherwise(rebuilt)
+            for name, part in zip(names, shaped, strict=True):
+                replaced[name] = F.when(gone | held.isNull(), F.lit(None)).otherwise(part)
+    selected = [replaced[c].alias(c) if c in replaced else col(c, "e") for c in df.columns]
     return source.select(*selected)

@@ -14,6 +14,7 @@ from ..plan.merge import Operation, SourceShape, plan_load
 from ..plan.scd2 import Scd2Settings
 from ..plan.scd2_feed import FeedScope
 from ..spark import scd2_history
+from ..spark.null_update_fields import struct_shapes
 from ..spark.scd2 import stage_scd2
 from ..spark.scd2_feed import (
     stage_scd2_events,
@@ -67,7 +68,7 @@ def plan_commit(spark, staged, request: LoadRequest, table, load_id: str, replac
     if request.disposition.scd2 is not None:
         return stage_scd2(staged, request, table, load_id)
 
-    def planned(source_columns=()):
+    def planned(source_columns=(), shapes=None):
         return plan_load(
             request.disposition,
             request.hints,
@@ -78,6 +79,7 @@ def plan_commit(spark, staged, request: LoadRequest, table, load_id: str, replac
             table_columns=tuple(table.schema.fieldNames()) if table is not None else None,
             source_columns=source_columns,
             truncate=truncate,
+            shapes=shapes,
         )
 
     plan = planned()
@@ -90,8 +92,9 @@ def plan_commit(spark, staged, request: LoadRequest, table, load_id: str, replac
     if null_updates.active(request.hints):  # its update assigns the source's columns one by one
         if plan.operation is not Operation.MERGE:  # a batch's deletes count against stored rows only
             staged = _without_columns(staged, null_updates.deleted_at(len(request.hints.sequence_by)))
-        columns = staged.arrow.column_names if staged.arrow is not None else staged.df.columns
-        plan = planned(tuple(columns))
+        schema = staged.arrow.schema if staged.arrow is not None else staged.df.schema
+        shapes = (struct_shapes(schema), struct_shapes(table_schema) if table_schema is not None else {})
+        plan = planned(tuple(schema.names), shapes)  # a struct column field by field
     return staged, plan
 
 

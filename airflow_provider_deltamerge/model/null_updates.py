@@ -9,6 +9,12 @@ system columns of its own (`sequences_of`: one per sequence_by column, compared 
 sequence is): an event sets the column only where it carries a value newer than the stored one,
 whichever event is newest for the rest of the row. A delete (`apply_as_deletes`) resets the row: a
 column holds the newest value carried since its key's newest delete.
+
+A struct column is kept field by field, as AUTO CDC keeps nested fields: its `sequences_of` columns keep
+the sequence of the newest event that carried the struct (a null struct carries nothing), and its
+`field_sequences_of` columns, a struct of the same fields, each leaf field's own sequence (a nested
+struct's fields likewise, and its own in a field `NODE_SEQUENCE` first). Arrays and maps, of structs or
+not, are one value.
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ SEQUENCE_OF_PREFIX = SYSTEM_PREFIX + "_sequence_of_"  # + column: the sequence i
 DELETED_AT = HELPER_PREFIX + "deleted_at"  # helper: the sequence of the key's newest delete in the batch
 # sequence_by's second, third ... column: SEQUENCE_PART_OF % (part, column)
 SEQUENCE_PART_OF = SYSTEM_PREFIX + "_sequence_%d_of_%s"
+FIELD_SEQUENCES_OF = SYSTEM_PREFIX + "_field_sequences_of_"  # + struct column: its fields' sequences
+FIELD_SEQUENCES_PART_OF = SYSTEM_PREFIX + "_field_sequences_%d_of_%s"
+NODE_SEQUENCE = SYSTEM_PREFIX + "_sequence"  # in a field sequences struct: a nested struct's own sequence
+_FIELD_PART = re.compile(
+    re.escape(SYSTEM_PREFIX) + r"_field_sequences_(?:([2-9]|[1-9][0-9]+)_)?of_(.+)", re.S
+)
 _SEQUENCE_PART = re.compile(re.escape(SYSTEM_PREFIX) + r"_sequence_(?:([2-9]|[1-9][0-9]+)_)?of_(.+)", re.S)
 LISTS = ("ignore_null_updates_column_list", "ignore_null_updates_except_column_list")
 
@@ -59,6 +71,34 @@ def sequence_owner(name: str) -> tuple[str, int] | None:
     """The column and the part whose sequence the system column `name` keeps; None: it keeps none."""
     matched = _SEQUENCE_PART.fullmatch(name)
     return (matched.group(2), int(matched.group(1) or 1)) if matched else None
+
+
+def field_sequences_of(column: str, count: int) -> tuple[str, ...]:
+    """The system columns that keep, per part of the sequence, the sequence of each field of the struct
+    column `column` (a struct of its fields, see the module)."""
+    return tuple(
+        FIELD_SEQUENCES_OF + column if part == 1 else FIELD_SEQUENCES_PART_OF % (part, column)
+        for part in range(1, count + 1)
+    )
+
+
+def field_sequences_owner(name: str) -> tuple[str, int] | None:
+    """The struct column and the part whose fields' sequences the system column `name` keeps; None:
+    it keeps none."""
+    matched = _FIELD_PART.fullmatch(name)
+    return (matched.group(2), int(matched.group(1) or 1)) if matched else None
+
+
+# A struct's fields, in order, each with its own fields where it is a struct (None: a leaf value)
+Shape = tuple[tuple[str, "Shape | None"], ...]
+
+
+def sequences_shape(shape: Shape) -> Shape:
+    """The shape of a struct's field sequences (see the module): each leaf a sequence, each nested
+    struct its own sequence (`NODE_SEQUENCE`) first, then its fields'."""
+    return tuple(
+        (name, None if sub is None else ((NODE_SEQUENCE, None), *sequences_shape(sub))) for name, sub in shape
+    )
 
 
 def deleted_at(count: int) -> tuple[str, ...]:

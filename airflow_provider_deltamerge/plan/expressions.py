@@ -76,7 +76,14 @@ class Field:
     name: str
 
 
-Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In | Case | Field
+@dataclass(frozen=True)
+class Struct:
+    """A struct of the named values, in order: named_struct('a', x, 'b', y) in either dialect."""
+
+    fields: tuple[tuple[str, Expr], ...]
+
+
+Expr = Col | Lit | Cmp | IsNull | Not | And | Or | In | Case | Field | Struct
 
 
 def eq(left: Expr, right: Expr) -> Cmp:
@@ -140,6 +147,9 @@ def render(expr: Expr, dialect: Dialect) -> str:
         return f"{render(expr.operand, dialect)} IN ({listed})"
     if isinstance(expr, Field):
         return f"{render(expr.operand, dialect)}.{dialect.quote(expr.name)}"
+    if isinstance(expr, Struct):
+        named = ", ".join(f"{dialect.string(n)}, {render(v, dialect)}" for n, v in expr.fields)
+        return f"named_struct({named})"
     if isinstance(expr, Case):
         whens = " ".join(f"WHEN {render(c, dialect)} THEN {render(v, dialect)}" for c, v in expr.whens)
         otherwise = f" ELSE {render(expr.otherwise, dialect)}" if expr.otherwise is not None else ""

@@ -16,7 +16,7 @@ from ..model.cdc import sequence_columns
 from ..model.options import TableHints, WriteDisposition
 from .cdc import newer_than_target, not_newer_than
 from .expressions import SOURCE, TARGET, Col, Expr, Lit, Not, all_of, eq, keys_equal, same
-from .null_updates import reset_by_truncate, update_when_newer
+from .null_updates import Shapes, reset_by_truncate, update_when_newer
 
 ACTION = "__action"  # helper column: 'delete' rows carry keys to delete, 'insert' rows carry data
 HARD_DELETE_FLAG = "__hd"  # helper column: non-null boolean, true where the row is a hard delete
@@ -96,12 +96,14 @@ def plan_load(
     table_columns: tuple[str, ...] | None = None,
     truncate: tuple | None = None,
     source_columns: tuple[str, ...] = (),
+    shapes: Shapes | None = None,
 ) -> MergePlan:
     """The plan for one load of a non-scd2 disposition.
 
     `table_columns`: the columns the table has, where known (an upsert of events compares the
     sequence columns the table has: plan/cdc.py); `source_columns`: the merge source's, which an upsert
-    of partial updates assigns one by one (plan/null_updates.py).
+    of partial updates assigns one by one (plan/null_updates.py), and `shapes` the fields of its and the
+    table's struct columns, which it assigns field by field.
     `hard_delete` says whether the staged batch carries the __hd flag (merge strategies only).
     `replace_where` turns an append into an overwrite of just the matching rows (window re-runs).
     `truncate`: the sequence of the batch's truncate event (apply_as_truncates), which removes the rows
@@ -137,7 +139,7 @@ def plan_load(
             reason=f"{disposition.label} into a new table",
         )
     if strategy == "upsert":
-        upsert = _plan_upsert(hints, flag, table_columns, source_columns, truncate)
+        upsert = _plan_upsert(hints, flag, table_columns, source_columns, truncate, shapes)
         return dataclasses.replace(upsert, unique_key=unique, strategy=strategy)
     if strategy == "insert-only":
         return MergePlan(
@@ -152,14 +154,16 @@ def plan_load(
     return _plan_delete_insert(hints, flag)
 
 
-def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns, source_columns, truncate=None):
+def _plan_upsert(
+    hints: TableHints, flag: tuple[str, ...], table_columns, source_columns, truncate=None, shapes=None
+):
     on = keys_equal(hints.primary_key, hints.primary_key)
     if hints.sequence_by:  # change events: a matched row changes only for a newer event (plan/cdc.py)
         if null_updates.active(hints):  # partial updates: column by column
-            plan = _plan_partial_updates(hints, on, flag, table_columns, source_columns, truncate)
+            plan = _plan_partial_updates(hints, on, flag, table_columns, source_columns, truncate, shapes)
         else:
             plan = _plan_events(hints, on, flag, table_columns)
-        return _with_truncate(plan, hints, table_columns, truncate) if truncate is not None else plan
+        return _with_truncate(plan, hints, table_columns, truncate, shapes) if truncate is not None else plan
     if not flag:
         clauses = (Clause("matched", "update_all"), Clause("not_matched", "insert_all"))
         return MergePlan(Operation.MERGE, on=on, clauses=clauses, reason="upsert")
@@ -180,11 +184,11 @@ def _plan_upsert(hints: TableHints, flag: tuple[str, ...], table_columns, source
 
 
 def _plan_partial_updates(
-    hints: TableHints, on: Expr, flag, table_columns, source_columns, truncate=None
+    hints: TableHints, on: Expr, flag, table_columns, source_columns, truncate=None, shapes=None
 ) -> MergePlan:
     """Partial updates (plan/null_updates.py): the update takes each column's newer value; a newer delete
     event deletes the row (apply_as_deletes), and a key the table lacks is inserted unless it is one."""
-    condition, assignments = update_when_newer(hints, table_columns, source_columns, truncate)
+    condition, assignments = update_when_newer(hints, table_columns, source_columns, truncate, shapes)
     update = Clause("matched", "update", condition=condition, assignments=assignments)
     if not flag:
         clauses = (update, Clause("not_matched", "insert_all"))
@@ -235,14 +239,17 @@ def _plan_events_with_deletes(
     )
 
 
-def _with_truncate(plan: MergePlan, hints: TableHints, table_columns, truncate: tuple) -> MergePlan:
+def _with_truncate(
+    plan: MergePlan, hints: TableHints, table_columns, truncate: tuple, shapes=None
+) -> MergePlan:
     """A truncate event at `truncate`: the rows no event of the batch matches, not newer than it, are
     deleted too. The batch holds no event as old as the truncate (load/tombstones.py), so an event that
     matches a row is newer than the truncate and updates or deletes that row as usual. With partial
     updates, the rows left keep no value as old as the truncate (plan/null_updates.py)."""
     older = not_newer_than(sequence_columns(len(hints.sequence_by)), truncate, table_columns)
     clauses = (*plan.clauses, Clause("not_matched_by_source", "delete", condition=older))
-    reset = reset_by_truncate(hints, table_columns or (), truncate) if null_updates.active(hints) else None
+    active = null_updates.active(hints)
+    reset = reset_by_truncate(hints, table_columns or (), truncate, shapes) if active else None
     if reset is not None:  # partial updates: the rows that outlive it keep no value as old as it
         clauses += (Clause("not_matched_by_source", "update", condition=reset[0], assignments=reset[1]),)
     return dataclasses.replace(plan, clauses=clauses, reason=plan.reason + ", a truncate among them")

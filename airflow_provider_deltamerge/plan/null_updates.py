@@ -16,19 +16,33 @@ A stored value's sequence is in its `sequences_of` columns (one per sequence_by 
 order); where they are null (or the table has no such columns yet) and the value is not, the row's
 sequence (the value was loaded by the row's event); where both are null, there is no value to keep and
 any event's value is newer.
+A chosen struct column is updated field by field (plan/null_update_fields.py): `shapes` names the struct
+columns' fields.
 """
 
 from __future__ import annotations
 
 from ..model.cdc import sequence_columns
 from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID
-from ..model.null_updates import deleted_at, sequence_of, sequence_owner, sequences_of, subject_columns
+from ..model.null_updates import (
+    Shape,
+    deleted_at,
+    field_sequences_of,
+    field_sequences_owner,
+    sequence_of,
+    sequence_owner,
+    sequences_of,
+    sequences_shape,
+    subject_columns,
+)
 from ..model.options import TableHints
-from .cdc import at_most, greater, newer_than_target
+from . import null_update_fields as fields
+from .cdc import at_most, newer_than_target
 from .expressions import SOURCE, TARGET, Case, Col, Expr, IsNull, Lit, Not, Or, all_of
 
 Assignments = tuple[tuple[str, Expr], ...]
 Sequence = tuple[Expr, ...]  # a sequence's parts, one per sequence_by column, compared in order
+Shapes = tuple[dict[str, Shape], dict[str, Shape]]  # the struct columns' fields: the source's, the table's
 
 
 def update_when_newer(
@@ -36,9 +50,11 @@ def update_when_newer(
     table_columns: tuple[str, ...] | None,
     source_columns: tuple[str, ...],
     truncate: tuple | None = None,
+    shapes: Shapes | None = None,
 ) -> tuple[Expr | None, Assignments]:
     """The condition and the assignments of the matched update (None: every matched row is updated);
-    `truncate`: the sequence of the batch's truncate, which no stored value it kept may be as old as."""
+    `truncate`: the sequence of the batch's truncate, which no stored value it kept may be as old as;
+    `shapes`: the struct columns' fields, in the merge source and in the table (none: no struct)."""
     table = tuple(table_columns or ())
     row_sequence = sequence_columns(len(hints.sequence_by))
     row_newer = newer_than_target(row_sequence, table_columns)
@@ -47,26 +63,36 @@ def update_when_newer(
     stored = {c: _stored_sequence(c, table, row_sequence) for c in chosen}
     helpers = deleted_at(len(row_sequence))
     deleted = tuple(Col(c, SOURCE) for c in helpers) if helpers[0] in source_columns else None
-    keeps = {c: _keeps(stored[c], deleted, truncate) for c in chosen}
+    keeps = {c: fields.keeps(stored[c], deleted, truncate) for c in chosen}
+    by_field, conditions = {}, [n for n in newer.values() if n != Lit(False)]
+    for column in chosen:
+        struct = _struct(column, hints, table, source_columns, shapes)
+        if struct is not None and newer[column] != Lit(False):
+            whole = fields.Whole(newer[column], stored[column], keeps[column], deleted, truncate)
+            assigned, changes = fields.field_update(struct, whole)
+            by_field.update(assigned)
+            conditions += changes
     assignments = []
     for column in source_columns:
         owner = sequence_owner(column)
         if column.startswith(HELPER_PREFIX) or column in hints.primary_key:  # the key matched already
             continue
-        if column in (LOAD_ID, ROW_ID):
+        if column in by_field:
+            assignments.append((column, by_field[column]))
+        elif column in (LOAD_ID, ROW_ID):
             assignments.append((column, Col(column, SOURCE)))
         elif column in newer:  # a column the table lacks has no value to keep: the event's, or null
             kept = Col(column, TARGET) if column in table else None
-            assignments.append((column, _either(newer[column], Col(column, SOURCE), keeps[column], kept)))
+            carried = Col(column, SOURCE)
+            assignments.append((column, fields.either(newer[column], carried, keeps[column], kept)))
         elif owner is not None:
             value, part = owner
             if value in newer:
                 carried, held = Col(column, SOURCE), stored[value]
                 kept = held[part - 1] if held is not None else None
-                assignments.append((column, _either(newer[value], carried, keeps[value], kept)))
-        else:
+                assignments.append((column, fields.either(newer[value], carried, keeps[value], kept)))
+        elif field_sequences_owner(column) is None or field_sequences_owner(column)[0] not in newer:
             assignments.append((column, _pick(row_newer, column, table)))
-    conditions = [n for n in newer.values() if n != Lit(False)]
     reset = [c for c in chosen if c in table and keeps[c] is not None]
     conditions += [  # a stored value older than a delete of its key in the batch goes
         all_of(Not(IsNull(Col(c, TARGET))), Not(keeps[c])) for c in reset
@@ -75,31 +101,28 @@ def update_when_newer(
     return condition, tuple(assignments)
 
 
-def _either(newer: Expr, carried: Expr, keeps: Expr | None, stored: Expr | None) -> Expr:
-    """The event's value where it is newer; else the stored one where it stays (always, where `keeps` is
-    None); else null. Without a stored one, the event's (null where it carries none, so not newer)."""
-    if stored is None:
-        return carried
-    if keeps is None:
-        return Case(((newer, carried),), stored)
-    return Case(((newer, carried), (keeps, stored)))
+def _struct(column: str, hints: TableHints, table, source, shapes: Shapes | None):
+    """A chosen column as a struct kept field by field; None where it is none (or the merge source
+    carries no sequences of its fields)."""
+    parts = len(hints.sequence_by)
+    shape = (shapes or ({}, {}))[0].get(column)
+    if not shape or not all(n in source for n in field_sequences_of(column, parts)):
+        return None
+    return fields.StructColumn(column, parts, shape, *_in_table(column, parts, table, shapes))
 
 
-def _keeps(stored: Sequence | None, deleted: Sequence | None, truncated_at: tuple | None) -> Expr | None:
-    """Where a stored value that is not replaced stays: always (None) where the batch has no deletes
-    and no truncate; else where its key has no delete in the batch (`deleted`, its sequence), or the
-    value is newer than that delete, and the value is newer than the batch's truncate."""
-    conditions = []
-    if deleted is not None:
-        undeleted = IsNull(deleted[0])
-        conditions.append(undeleted if stored is None else Or((undeleted, greater(stored, deleted))))
-    if truncated_at is not None and stored is not None:
-        conditions.append(greater(stored, tuple(Lit(v) for v in truncated_at)))
-    return all_of(*conditions) if conditions else None
+def _in_table(column: str, parts: int, table, shapes: Shapes | None) -> tuple[Shape | None, bool]:
+    """The fields of the struct column in the table (None: it lacks the column), and whether the table
+    keeps their sequences, in that shape."""
+    table_shapes = (shapes or ({}, {}))[1]
+    shape = table_shapes.get(column) if column in table else None
+    kept = sequences_shape(shape) if shape else None
+    names = field_sequences_of(column, parts)
+    return shape, kept is not None and all(n in table and table_shapes.get(n) == kept for n in names)
 
 
 def reset_by_truncate(
-    hints: TableHints, table_columns: tuple[str, ...], truncate: tuple
+    hints: TableHints, table_columns: tuple[str, ...], truncate: tuple, shapes: Shapes | None = None
 ) -> tuple[Expr, Assignments] | None:
     """The condition and the assignments of the update of the rows no event matches that outlive the
     batch's truncate (newer than it): each chosen column's value not newer than the truncate becomes
@@ -112,11 +135,18 @@ def reset_by_truncate(
     if not kept:
         return None
     stale = {c: at_most(tuple(Col(n, TARGET) for n in names), at) for c, names in kept.items()}
-    assignments = []
+    assignments, conditions = [], list(stale.values())
     for column, names in kept.items():
-        for name in (column, *names):
-            assignments.append((name, Case(((stale[column], Lit(None)),), Col(name, TARGET))))
-    return Or(tuple(stale.values())), tuple(assignments)
+        shape, held = _in_table(column, len(at), table_columns, shapes)
+        by_field: dict[str, Expr] = {}
+        if held:  # field by field
+            struct = fields.StructColumn(column, len(at), (), shape, held)
+            by_field, changes = fields.field_reset(struct, tuple(Col(n, TARGET) for n in names), at)
+            conditions += changes
+        for name in dict.fromkeys((column, *names, *by_field)):
+            whole = Case(((stale[column], Lit(None)),), Col(name, TARGET))
+            assignments.append((name, by_field.get(name, whole)))
+    return Or(tuple(conditions)), tuple(assignments)
 
 
 def _pick(newer: Expr | None, column: str, table: tuple[str, ...]) -> Expr:
@@ -132,10 +162,7 @@ def _value_newer(column: str, table, source, row_sequence: tuple[str, ...]) -> E
     if sequence_of(column) not in source:  # no event of this batch carries the column
         return Lit(False)
     carried = tuple(Col(name, SOURCE) for name in sequences_of(column, len(row_sequence)))
-    stored = _stored_sequence(column, table, row_sequence)
-    if stored is None:
-        return Not(IsNull(carried[0]))
-    return all_of(Not(IsNull(carried[0])), Or((IsNull(stored[0]), greater(carried, stored))))
+    return fields.newer(carried, _stored_sequence(column, table, row_sequence))
 
 
 def _stored_sequence(column: str, table, row_sequence: tuple[str, ...]) -> Sequence | None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..errors import MissingKeyColumnError
-from ..model.null_updates import active, deleted_at, sequences_of, subject_columns
+from ..model.null_updates import active, deleted_at, field_sequences_of, sequences_of, subject_columns
 from ..model.options import TableHints
 from ..plan.merge import HARD_DELETE_FLAG
+from . import null_update_fields as fields
 from .frames import INPUT_ORDER
 from .names import col, cols
 
@@ -48,10 +50,19 @@ def newest_values(df: DataFrame, hints: TableHints) -> DataFrame:
         helpers = deleted_at(len(sequence))
         df = df.withColumns(_parts(newest_delete, helpers))
         since = F.col(helpers[0]).isNull() | (event_sequence > _in_order(helpers))
+    events = fields.Events(since, event_sequence, key, newest_first)
     for column in chosen:
-        value = F.when(since, col(column))
-        replaced[column] = F.first(value, ignorenulls=True).over(newest_first).alias(column)
-        carried = F.max(F.when(value.isNotNull(), event_sequence)).over(key)
+        kind = df.schema[column].dataType
+        if isinstance(kind, T.StructType) and kind.fields:  # field by field
+            fields.check_fields(column, kind)
+            newest, carried, shaped = fields.newest_fields(col(column), kind, events, len(sequence))
+            replaced[column] = newest.alias(column)
+            names = field_sequences_of(column, len(sequence))
+            replaced.update({name: part.alias(name) for name, part in zip(names, shaped, strict=True)})
+        else:
+            value = F.when(since, col(column))
+            replaced[column] = F.first(value, ignorenulls=True).over(newest_first).alias(column)
+            carried = F.max(F.when(value.isNotNull(), event_sequence)).over(key)
         parts = _parts(carried, sequences_of(column, len(sequence)))
         replaced.update({name: part.alias(name) for name, part in parts.items()})
     kept = [replaced.pop(c) if c in replaced else col(c) for c in df.columns]

@@ -45,9 +45,21 @@ def rows(dataset, table="accounts") -> dict:
     return {r["id"]: {k: v for k, v in r.items() if not k.startswith("_dlt_")} for r in found}
 
 
+def filled(carried, stored):
+    """A chosen column's value after an event carrying `carried`: the stored one where it carries null;
+    a struct (a dict) field by field, as AUTO CDC keeps nested fields: each null field keeps the stored
+    field, a nested struct likewise."""
+    if carried is None:
+        return stored
+    if not isinstance(carried, dict) or stored is None:
+        return carried
+    return {field: filled(value, stored.get(field)) for field, value in carried.items()}
+
+
 def model(events, columns=("a", "b")) -> dict:
-    """In-order arrival: the newest event sets the row; a null in a chosen column keeps the value; a
-    delete removes the row (op 'D'), a truncate every row (op 'T'); the op is not stored."""
+    """In-order arrival: the newest event sets the row; a null in a chosen column keeps the value (a
+    struct's null field the field's, `filled`); a delete removes the row (op 'D'), a truncate every row
+    (op 'T'); the op is not stored."""
     table: dict = {}
     for e in sorted(events, key=lambda e: e["seq"]):
         if e.get("op") == "T":
@@ -58,8 +70,8 @@ def model(events, columns=("a", "b")) -> dict:
             continue
         row = {k: v for k, v in e.items() if k != "op"}
         for column in columns:
-            if row[column] is None and e["id"] in table:
-                row[column] = table[e["id"]][column]
+            if e["id"] in table:
+                row[column] = filled(row[column], table[e["id"]][column])
         table[e["id"]] = row
     return table
 

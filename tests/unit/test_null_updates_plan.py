@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from airflow_provider_deltamerge.delta.datafusion import DataFusionDialect
+from airflow_provider_deltamerge.model.null_updates import sequences_shape
 from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.expressions import Case, Col, Lit, render
 from airflow_provider_deltamerge.plan.merge import plan_load
@@ -16,7 +17,7 @@ HINTS = TableHints(primary_key=("id",), sequence_by=("seq",), ignore_null_update
 SOURCE = ("id", "seq", "a", "_dlt_load_id", "_dlt_id", "_dlt_sequence", "_dlt_sequence_of_a")
 
 
-def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, truncate=None):
+def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, truncate=None, shapes=None):
     return plan_load(
         UPSERT,
         hints,
@@ -26,6 +27,7 @@ def planned(table_columns, hints=HINTS, source=SOURCE, hard_delete=False, trunca
         table_columns=table_columns,
         source_columns=source,
         truncate=truncate,
+        shapes=shapes,
     )
 
 
@@ -208,3 +210,85 @@ def test_the_system_columns_of_a_values_sequence_name_their_column_and_part():
         assert sequence_owner(name) == owner
     for other in ("_dlt_sequence", "_dlt_sequence_2", "_dlt_sequence_1_of_a", "a", "_dlt_sequence_of_"):
         assert sequence_owner(other) is None
+
+
+ADDRESS = (("street", None), ("geo", (("lat", None),)))  # struct<street, geo: struct<lat>>
+KEPT = {"address": ADDRESS, "_dlt_field_sequences_of_address": sequences_shape(ADDRESS)}  # the table's
+STRUCT_SOURCE = (
+    "id",
+    "seq",
+    "address",
+    "_dlt_load_id",
+    "_dlt_id",
+    "_dlt_sequence",
+    "_dlt_sequence_of_address",
+    "_dlt_field_sequences_of_address",
+)
+
+
+def test_a_struct_column_is_built_field_by_field_each_over_its_own_sequence():
+    shapes = ({"address": ADDRESS}, KEPT)
+    plan = planned(STRUCT_SOURCE, source=STRUCT_SOURCE, shapes=shapes)
+    sets = builder_calls(plan, list(STRUCT_SOURCE))[3]
+    assigned = ast.literal_eval(sets[2][len("set=") :])
+    value, sequences = assigned["`address`"], assigned["`_dlt_field_sequences_of_address`"]
+    street = "s.`_dlt_field_sequences_of_address`.`street`"
+    own = "t.`_dlt_field_sequences_of_address`.`street`"
+    assert value.startswith("CASE WHEN ") and "THEN named_struct('street', CASE WHEN " in value
+    assert "THEN s.`address`.`street` ELSE t.`address`.`street` END, 'geo', CASE WHEN " in value
+    assert f"(NOT ({street} IS NULL)) AND ((CASE WHEN NOT ({own} IS NULL) THEN {own} " in value
+    assert "named_struct('lat', CASE WHEN " in value  # the nested struct, field by field too
+    assert "named_struct('_dlt_sequence', CASE WHEN " in sequences  # a nested struct's own sequence
+    assert f"({street} > CASE WHEN NOT ({own} IS NULL)" in sets[1]  # a newer field updates the row
+
+
+def test_a_table_keeping_no_field_sequences_counts_a_field_as_of_its_structs_sequence():
+    shapes = ({"address": ADDRESS}, {"address": ADDRESS})
+    table = STRUCT_SOURCE[:-1]
+    plan = planned(table, source=STRUCT_SOURCE)
+    assert "named_struct" not in render(dict(plan.clauses[0].assignments)["address"], DataFusionDialect())
+    plan = planned(table, source=STRUCT_SOURCE, shapes=shapes)
+    sets = dict(plan.clauses[0].assignments)
+    street = render(sets["_dlt_field_sequences_of_address"], DataFusionDialect())
+    assert 't."_dlt_field_sequences_of_address"' not in street  # not in the table yet
+    fallback = 'WHEN NOT (t."address"."street" IS NULL) THEN CASE WHEN NOT (t."_dlt_sequence_of_address"'
+    assert fallback in street
+
+
+def test_a_late_truncate_resets_a_structs_fields_older_than_it_in_the_rows_left():
+    hints = TableHints(
+        primary_key=("id",), sequence_by=("seq",), ignore_null_updates=True, apply_as_truncates="op = 'T'"
+    )
+    shapes = ({"address": ADDRESS}, KEPT)
+    plan = planned(STRUCT_SOURCE, hints, (*STRUCT_SOURCE, "__hd"), True, (3,), shapes)
+    reset = plan.clauses[-1]
+    assert (reset.when, reset.action) == ("not_matched_by_source", "update")
+    sets = {c: render(e, DataFusionDialect()) for c, e in reset.assignments}
+    assert set(sets) == {"address", "_dlt_sequence_of_address", "_dlt_field_sequences_of_address"}
+    whole = 'CASE WHEN (t."address" IS NULL) OR (t."_dlt_sequence_of_address" <= 3)'
+    assert sets["address"].startswith(whole)
+    assert (
+        '\'street\', CASE WHEN CASE WHEN NOT (t."_dlt_field_sequences_of_address"."street" IS NULL)'
+        in (sets["address"])
+    )
+    assert '"street" IS NULL) THEN t."_dlt_field_sequences_of_address"."street"' in render(
+        reset.condition, DataFusionDialect()
+    )
+
+
+def test_a_struct_renders_as_named_struct_in_both_dialects():
+    from airflow_provider_deltamerge.delta.spark_sql import SparkSqlDialect
+    from airflow_provider_deltamerge.plan.expressions import Field, Struct
+
+    struct = Struct((("it's", Field(Col("a", "t"), "b")), ("c", Lit(1))))
+    assert render(struct, DataFusionDialect()) == """named_struct('it''s', t."a"."b", 'c', 1)"""
+    assert render(struct, SparkSqlDialect()) == "named_struct('it\\'s', t.`a`.`b`, 'c', 1)"
+
+
+def test_the_system_columns_of_a_structs_field_sequences_name_their_column_and_part():
+    from airflow_provider_deltamerge.model.null_updates import field_sequences_of, field_sequences_owner
+
+    names = field_sequences_of("a", 2)
+    assert names == ("_dlt_field_sequences_of_a", "_dlt_field_sequences_2_of_a")
+    assert [field_sequences_owner(n) for n in names] == [("a", 1), ("a", 2)]
+    assert field_sequences_owner("_dlt_sequence_of_a") is None
