@@ -41,6 +41,7 @@ from ..plan.merge import Operation, SourceShape
 from ..plan.pruning import bounded
 from ..spark import scd2_history
 from ..spark.extract import check_data, source_reader
+from ..spark.profile import estimated_bytes
 from ..spark.schema_steps import shape_to_schema
 from ..spark.stage import shape_source
 from ..spark.storage import set_hadoop_settings
@@ -140,6 +141,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     window = opened.window if opened else None
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
+    writer, table = _writer_for_batch(spark, request, writer, table, batch)
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
     staged = staging.stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
@@ -184,6 +186,17 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
             )
             time.sleep(pause)
             table = writer.snapshot(spark, request.table_path)
+
+
+def _writer_for_batch(spark, request: LoadRequest, writer, table, batch):
+    """backend "auto" with both writers: the one for this batch's size (delta/selection.py), and the table
+    as it reads it where that is the other one."""
+    if request.backend != "auto" or writer.name != "delta-spark":
+        return writer, table  # a writer asked for by name, or delta-rs alone available
+    chosen = select_writer(request.backend, spark, request.store_options, lambda: estimated_bytes(batch))
+    if chosen.name == writer.name:
+        return writer, table
+    return chosen, chosen.snapshot(spark, request.table_path)
 
 
 def _load_id(request: LoadRequest, stored: store.StoreSnapshot, writer, child_tables) -> tuple[str, tuple]:
