@@ -18,10 +18,10 @@ from .delta_spark import DeltaSparkWriter, delta_spark_status
 log = logging.getLogger(__name__)
 
 # The batch (Spark's estimate of its bytes) up to which "auto" takes delta-rs where both writers are
-# available; measured by benchmarks/auto_threshold.py (docs/PERFORMANCE.md). The environment variable,
+# available; measured by benchmarks/scale_path.py (docs/PERFORMANCE.md). The environment variable,
 # a number of MiB, overrides it in every process that reads it (0: delta-spark wherever it is available).
 AUTO_DELTA_RS_MAX_ENV = "DELTAMERGE_AUTO_DELTA_RS_MAX_MB"
-AUTO_DELTA_RS_MAX_MB = 16.0
+AUTO_DELTA_RS_MAX_MB = 64.0  # staging collects a batch whole up to 64 MiB (load/staged_arrow.py)
 
 
 def select_writer(

@@ -131,7 +131,7 @@ def test_auto_with_both_writers_takes_delta_rs_for_a_small_batch_and_says_why(sp
     assert chosen == "delta-rs"
     [line] = said
     assert "writer delta-rs for this batch (backend 'auto'): Spark estimates it at " in line
-    assert f"at most 16 MiB ({AUTO_DELTA_RS_MAX_ENV} sets it): delta-rs merging it from the driver" in line
+    assert f"at most 64 MiB ({AUTO_DELTA_RS_MAX_ENV} sets it): delta-rs merging it from the driver" in line
 
 
 def test_auto_takes_delta_spark_for_a_batch_over_the_threshold_and_one_commit_format_either_way(
