@@ -115,6 +115,8 @@ def writer_backend(request, monkeypatch):
     monkeypatch.setattr(
         load,
         "select_writer",
-        lambda chosen, spark, options=None: select(backend if chosen == "auto" else chosen, spark, options),
+        lambda chosen, spark, options=None, batch_bytes=None: select(
+            backend if chosen == "auto" else chosen, spark, options
+        ),
     )
     return backend

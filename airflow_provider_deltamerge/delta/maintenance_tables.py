@@ -12,10 +12,17 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model.checks import choice
+from ..model.naming import backticked
 from ..model.options import BACKENDS
 
 DELTA_RS_TARGET_FILE_BYTES = 100 * 2**20  # delta-rs compacts files below this size, unless the table says
-VACUUM_CONF = {"spark.databricks.delta.vacuum.logging.enabled": "true"}  # so VACUUM END records its counts
+VACUUM_CONF = {
+    "spark.databricks.delta.vacuum.logging.enabled": "true",  # so VACUUM END records its counts
+    # Delta 4 ignores VACUUM's retention argument unless it is 0 and takes the table's
+    # delta.deletedFileRetentionDuration instead (VacuumCommand.gc): a table that sets it below our floor
+    # would have files younger than the floor deleted. The retention we checked must be the one it uses.
+    "spark.databricks.delta.vacuum.retentionWindowIgnore.enabled": "false",
+}
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 
@@ -31,6 +38,11 @@ def open_table(path: str, backend: str, spark: Any, storage_options: Mapping[str
     if select_writer(backend, spark).name == "delta-spark":
         return DeltaSparkTable(path, spark, storage_options)
     return DeltaRsTable(path, storage_options)
+
+
+def _protocol_property(key: str) -> bool:
+    """SHOW TBLPROPERTIES lists the table's protocol too, which is not part of its configuration."""
+    return key in ("delta.minReaderVersion", "delta.minWriterVersion") or key.startswith("delta.feature.")
 
 
 def _missing(path: str) -> ConfigError:
@@ -128,20 +140,21 @@ class DeltaSparkTable:
         self.path, self.spark, self.conflicts = path, spark, _delta_conflicts()
         self._storage_options = dict(storage_options or {}) or None  # the checkpoint is written by delta-rs
         self._table = DeltaTable.forPath(spark, path)
-        detail = self._table.detail().select("properties", "partitionColumns").first()
-        self._properties, self._partitions = (
-            dict(detail["properties"] or {}),
-            list(detail["partitionColumns"]),
-        )
+        # Read from the table's metadata alone: DESCRIBE DETAIL replays its files, which parses
+        # delta.deletedFileRetentionDuration and fails on one Delta cannot hold before ours refuses it.
+        target = f"delta.{backticked(path)}"
+        shown = spark.sql(f"SHOW TBLPROPERTIES {target}").collect()
+        self._properties = {row["key"]: row["value"] for row in shown if not _protocol_property(row["key"])}
+        self._columns = spark.catalog.listColumns(target)
 
     def configuration(self) -> dict[str, str]:
         return self._properties
 
     def partition_columns(self) -> list[str]:
-        return self._partitions
+        return [column.name for column in self._columns if column.isPartition]
 
     def columns(self) -> list[str]:
-        return list(self._table.toDF().columns)
+        return [column.name for column in self._columns]
 
     def version(self) -> int:
         return int(self._table.history(1).select("version").first()[0])

@@ -93,14 +93,14 @@ def submit_arguments(
 
     The request file is also shipped with ``--files`` so that a driver in cluster deploy mode finds it
     in its working directory. ``python`` is the interpreter the driver and executors use; it must have
-    this package installed. ``delta_jars`` (see ``model.delta_jars``) adds Delta's jars and SQL settings.
-    User ``spark_conf`` entries override the defaults.
+    this package installed. ``delta_jars`` (see ``model.delta_jars``; where None, those DELTA_SPARK_JARS
+    names, if any) adds Delta's jars and SQL settings. User ``spark_conf`` entries override the defaults.
     """
-    from ..model.delta_jars import merge_spark_conf, parse_delta_jars
+    from ..model.delta_jars import given_or_env_jars, merge_spark_conf
 
     options = check_submit_options(submit_options)
     conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python, **JOB_CONF}
-    delta = parse_delta_jars(delta_jars)
+    delta = given_or_env_jars(delta_jars)
     if delta is not None:
         delta_options = delta.spark_submit_options()
         conf = merge_spark_conf(conf, delta_options.pop("conf"))

@@ -71,6 +71,7 @@ from .step_log import (
     describe_source,
     describe_window,
 )
+from .writer_for_batch import writer_for_batch
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
     batch, checks = expectations.check(batch, request)  # rows set aside before dedup and planning
+    writer, table = writer_for_batch(spark, request, writer, table, batch)
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
     staged = staging.stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)

@@ -14,7 +14,9 @@ builder) and spark-submit arguments. Accepted shapes:
   ``allow_download`` is True, so nothing is ever downloaded by accident. ``jars`` may be given too.
 
 ``DELTA_SPARK_JARS`` (environment): local jar files or folders separated by ``os.pathsep`` or commas;
-`delta_jars_from_env` reads it (the test suite builds its session with it).
+`delta_jars_from_env` reads it. Where no `delta_jars` is given, a new local session and a spark-submit
+job take the jars it names (`given_or_env_jars`), so a worker (or a test run) with it set loads with the
+delta-spark writer without each DAG naming the jars.
 """
 
 from __future__ import annotations
@@ -116,6 +118,12 @@ def delta_jars_from_env(environ: Mapping[str, str] | None = None) -> DeltaJars |
         return None
     entries = [e.strip() for part in text.split(os.pathsep) for e in part.split(",") if e.strip()]
     return parse_delta_jars({"jars": entries}, argument=ENV_VAR)
+
+
+def given_or_env_jars(value: Any, argument: str = "delta_jars") -> DeltaJars | None:
+    """`value` validated; where it is None, the jars DELTA_SPARK_JARS names (None where it is unset too)."""
+    jars = parse_delta_jars(value, argument)
+    return jars if jars is not None else delta_jars_from_env()
 
 
 def merge_spark_conf(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:

@@ -46,7 +46,8 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
     :param checkpoint: write a checkpoint of the table's log at its latest version.
     :param naming: "snake_case" or "direct", as the loads use.
     :param backend: "delta-rs" (in the task, no Spark), "delta-spark" (Delta's commands in a local
-        Spark session with ``delta_jars``), or "auto": delta-spark when ``delta_jars`` is given.
+        Spark session with ``delta_jars``), or "auto": delta-spark when ``delta_jars`` is given (or
+        DELTA_SPARK_JARS names jars).
     :param spark_conf: Spark properties of that session.
     :param delta_jars: Delta's jars for it (see ``model.delta_jars``).
     :param storage_conn_id: the connection holding the credentials of a table on S3 or Azure, as the
@@ -136,15 +137,16 @@ class DeltaMaintenanceOperator(DeltaLineageMixin, BaseOperator):
     def _spark_session(self) -> Any:
         """A local Spark session for the delta-spark backend, or for a table named through the session's
         catalog (its lookup); None for delta-rs on a path, which needs none."""
+        from ..model.delta_jars import given_or_env_jars
+
+        jars = given_or_env_jars(self.delta_jars)
         in_catalog = parse_table_name(self.table_name).in_catalog and self.catalog == "spark"
-        if not in_catalog and (
-            self.backend == "delta-rs" or (self.backend == "auto" and self.delta_jars is None)
-        ):
+        if not in_catalog and (self.backend == "delta-rs" or (self.backend == "auto" and jars is None)):
             return None
         from ..spark.session import default_session
 
         conf = {k: str(v) for k, v in (self.spark_conf or {}).items()}
-        return default_session("local[*]", conf, delta_jars=self.delta_jars)
+        return default_session("local[*]", conf, delta_jars=jars)
 
     # OpenLineage: the return value is one maintenance run's metrics, not a load's.
 

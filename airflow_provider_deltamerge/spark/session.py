@@ -51,10 +51,10 @@ def require_java() -> None:
 
 def local_session_conf(extra_conf: dict[str, str] | None = None, delta_jars=None) -> dict[str, str]:
     """The conf of a new local session: ours, the small-batch settings nobody else set, then extra_conf,
-    then Delta's jars, extension and catalog."""
-    from ..model.delta_jars import merge_spark_conf, parse_delta_jars
+    then Delta's jars (given, else those DELTA_SPARK_JARS names), extension and catalog."""
+    from ..model.delta_jars import given_or_env_jars, merge_spark_conf
 
-    jars = parse_delta_jars(delta_jars)
+    jars = given_or_env_jars(delta_jars)
     tuning = small_batch_conf(extra_conf)
     ours = {**LOCAL_SESSION_CONF, **tuning, **python_conf(), **(extra_conf or {})}
     conf = merge_spark_conf(ours, jars.spark_conf() if jars else {})

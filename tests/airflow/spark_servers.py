@@ -1,5 +1,6 @@
 """Real Spark servers for tests, started from the pyspark distribution on loopback and always stopped:
-a standalone master with one worker, and a Spark Connect server."""
+a standalone master with one worker, and a Spark Connect server (with the Delta jars DELTA_SPARK_JARS
+names on its class path, and Delta Connect's plugins, where those jars hold them)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90
+
+
+def expected_writer() -> str:
+    """The writer backend="auto" picks for these tests' small batches: delta-spark where DELTA_SPARK_JARS
+    names Delta's jars (every new local session, spark-submit job and Connect server of the tests has them)
+    and DELTAMERGE_AUTO_DELTA_RS_MAX_MB is 0 (scripts/test-delta-spark.sh sets both), else delta-rs."""
+    from airflow_provider_deltamerge.delta.selection import auto_delta_rs_max_bytes
+    from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
+
+    return "delta-spark" if delta_jars_from_env() and auto_delta_rs_max_bytes() == 0 else "delta-rs"
 
 
 def free_port() -> int:
@@ -137,6 +148,36 @@ def standalone_cluster(work_dir: Path, worker_cores: int = 2) -> Iterator[str]:
             yield master_url
 
 
+DELTA_CONNECT_PLUGINS = {
+    "spark.connect.extensions.relation.classes": "org.apache.spark.sql.connect.delta.DeltaRelationPlugin",
+    "spark.connect.extensions.command.classes": "org.apache.spark.sql.connect.delta.DeltaCommandPlugin",
+}
+
+
+def connect_delta_jars():
+    """The jars DELTA_SPARK_JARS names where they hold Delta Connect's server plugin, which the
+    delta-spark writer's DeltaTable calls need through Connect; else None (the server runs without Delta)."""
+    from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
+
+    jars = delta_jars_from_env()
+    has_plugin = jars is not None and any("delta-connect-server" in j.rsplit("/", 1)[-1] for j in jars.jars)
+    return jars if has_plugin else None
+
+
+def connect_writer() -> str:
+    """The writer a load through the tests' Connect server gets."""
+    return expected_writer() if connect_delta_jars() else "delta-rs"
+
+
+def _delta_args() -> list[str]:
+    jars = connect_delta_jars()
+    if jars is None:
+        return []
+    return jars.spark_submit_args() + [
+        a for k, v in DELTA_CONNECT_PLUGINS.items() for a in ("--conf", f"{k}={v}")
+    ]
+
+
 @contextlib.contextmanager
 def connect_server(work_dir: Path, token: str | None = None) -> Iterator[int]:
     """A Spark Connect server (local[2]) on 127.0.0.1; yields its port. With a token, it requires it."""
@@ -159,6 +200,7 @@ def connect_server(work_dir: Path, token: str | None = None) -> Iterator[int]:
         "spark.ui.enabled=false",
         "--conf",
         "spark.sql.session.timeZone=UTC",
+        *_delta_args(),
         "spark-internal",
     ]
     log_file = work_dir / "connect.log"

@@ -9,6 +9,7 @@ import pytest
 from deltalake import DeltaTable
 
 from .conftest import DAGS_FOLDER, DEMO_DIR, dags_folder_module
+from .spark_servers import expected_writer
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
 
@@ -44,6 +45,7 @@ def test_a_change_feed_landed_late_and_twice_applies_as_in_log_order_whatever_th
     for day in order:
         metrics = run_day(dag, day)
         assert metrics["numEventsApplied"] + metrics["numEventsSkippedStale"] == metrics["rows_extracted"]
+        assert metrics["writer"] == expected_writer()
         deleted += metrics["numTargetRowsDeleted"]
     expected = landing.customers_now()
     assert customers() == expected

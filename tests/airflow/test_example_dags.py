@@ -14,6 +14,7 @@ from airflow_provider_deltamerge.delta.store import read_loads
 from tests.airflow_compat import register_assets
 
 from .conftest import DAGS_FOLDER, DEMO_DIR, dags_folder_module
+from .spark_servers import expected_writer
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -63,6 +64,7 @@ def test_weekly_flights_merge_week_by_week_and_rerun(landed, flights_times):
         metrics = demo.return_value(run, "merge_flights")
         expected = flights_between(flights_times, sunday - timedelta(weeks=1), sunday)
         assert metrics["rows_extracted"] == metrics["numTargetRowsInserted"] == expected
+        assert metrics["writer"] == expected_writer()
         assert (metrics["window_start"], metrics["window_end"]) == (
             (sunday - timedelta(weeks=1)).isoformat(),
             sunday.isoformat(),
@@ -94,6 +96,7 @@ def test_manual_backfill_with_conf_in_weekly_chunks(landed, flights_times):
         (a.isoformat(), b.isoformat()) for a, b in bounds
     ]
     assert [m["rows_extracted"] for m in chunks] == [flights_between(flights_times, a, b) for a, b in bounds]
+    assert {m["writer"] for m in chunks} == {expected_writer()}
     [extra] = asset_events(run)
     assert extra["loads"] == chunks
     assert (extra["window_start"], extra["window_end"]) == (start.isoformat(), end.isoformat())
@@ -136,6 +139,7 @@ def test_planes_scd2_dimension_over_three_weeks(landed):
         run = dag.test(logical_date=sunday)
         assert run.state == "success"
         metrics = demo.return_value(run, "planes_dimension")
+        assert metrics["writer"] == expected_writer()
         assert asset_events(run) == [metrics]
     table = DeltaTable(f"{LAKE}/planes").to_pandas()
     expected_versions, expected_active = scd2_versions(sundays)
@@ -156,6 +160,7 @@ def test_mapped_backfill_one_task_per_window(landed):
         ("2024-03-03T00:00:00+00:00", "2024-03-04T00:00:00+00:00"),
     ]
     assert all(r["metrics"]["numTargetRowsInserted"] == 24 for r in loads)
+    assert {r["metrics"]["writer"] for r in loads} == {expected_writer()}
     assert DeltaTable(f"{DEMO_DIR}/lake/shop/orders").to_pyarrow_table().num_rows == 72
 
 

@@ -15,6 +15,7 @@ from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.delta.store import read_loads
 
 from .conftest import DAGS_FOLDER, DEMO_DIR, dags_folder_module
+from .spark_servers import expected_writer
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -94,6 +95,7 @@ def test_each_week_upserts_the_changes_bronze_committed_in_it(bronze_history):
         metrics = demo.return_value(run, "orders_silver")
         week = [n for n, (when, _) in enumerate(BRONZE_LOADS) if sunday - timedelta(weeks=1) <= when < sunday]
         assert (metrics["window_start"], metrics["window_end"]) == (week[0], week[-1] + 1)
+        assert metrics["writer"] == expected_writer()
         assert silver() == bronze_at(bronze_history, sunday)
     assert 1 not in silver() and silver()[4] == "shipped"  # order 1 was deleted in bronze
     assert "_change_type" not in DeltaTable(SILVER).schema().to_arrow().names

@@ -41,7 +41,8 @@ def test_connection_of_another_type_is_refused(monkeypatch):
         _ = DeltaMergeHook("pg").mode
 
 
-def test_submit_arguments_run_the_job_with_the_request_file():
+def test_submit_arguments_run_the_job_with_the_request_file(monkeypatch):
+    monkeypatch.delenv("DELTA_SPARK_JARS", raising=False)  # no Delta jars anywhere
     args = submit_arguments("/tmp/x/request.json", name="deltamerge flights", python="/venv/bin/python")
     assert args == {
         "conf": {
@@ -72,6 +73,26 @@ def test_user_conf_and_options_are_merged(tmp_path):
     assert args["conf"]["spark.log.level"] == "INFO"
     assert args["conf"]["spark.executor.memory"] == "2g"
     assert args["conf"]["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def test_without_delta_jars_given_the_job_takes_those_delta_spark_jars_names(tmp_path, monkeypatch):
+    """As a new local session does (spark/session.py): a worker with DELTA_SPARK_JARS set runs delta-spark."""
+    from airflow_provider_deltamerge.spark.session import local_session_conf
+
+    jar = tmp_path / "delta-spark_2.13-4.0.0.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setenv("DELTA_SPARK_JARS", str(jar))
+    args = submit_arguments("/r.json", name="n", python="py")
+    assert args["jars"] == str(jar)
+    assert args["conf"]["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert local_session_conf()["spark.jars"] == str(jar)
+    given = tmp_path / "delta-spark_2.13-4.1.0.jar"
+    given.write_bytes(b"")
+    assert submit_arguments("/r.json", name="n", python="py", delta_jars=[str(given)])["jars"] == str(given)
+    monkeypatch.setenv("DELTA_SPARK_JARS", str(tmp_path / "missing.jar"))
+    with pytest.raises(ConfigError, match="missing.jar' does not exist") as refused:
+        submit_arguments("/r.json", name="n", python="py")
+    assert refused.value.argument == "DELTA_SPARK_JARS"
 
 
 def test_unknown_submit_option_is_named():

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
-from tests.airflow.spark_servers import ROOT, free_port, running, wait_until
+from tests.airflow.spark_servers import ROOT, expected_writer, free_port, running, wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -183,6 +183,7 @@ def test_backfill_create_four_weeks_with_a_real_scheduler(tmp_path):
     times = pd.to_datetime(flights["time_hour"], utc=True)
     expected = [int(((times >= s - timedelta(weeks=1)) & (times < s)).sum()) for s in SUNDAYS]
     assert [m["rows_extracted"] for m in metrics] == [m["numTargetRowsInserted"] for m in metrics] == expected
+    assert {m["writer"] for m in metrics} == {expected_writer()}  # delta-spark where DELTA_SPARK_JARS is set
     assert [(m["window_start"], m["window_end"]) for m in metrics] == [
         ((s - timedelta(weeks=1)).isoformat(), s.isoformat()) for s in SUNDAYS
     ]

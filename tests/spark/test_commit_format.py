@@ -118,7 +118,7 @@ def committed_by(request, spark):
 def use_writer(monkeypatch):
     """use_writer(w): the loads that follow commit with writer w, whatever backend they ask for."""
     return lambda writer: monkeypatch.setattr(
-        load, "select_writer", lambda backend, spark, options=None: writer
+        load, "select_writer", lambda backend, spark, options=None, batch_bytes=None: writer
     )
 
 

@@ -7,6 +7,7 @@ Nothing here downloads anything: without local jars the delta-spark tests skip a
 from __future__ import annotations
 
 import logging
+import os
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -16,7 +17,7 @@ from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.delta import delta_spark
 from airflow_provider_deltamerge.delta.delta_rs import DeltaRsWriter
 from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter, delta_spark_status, session_conf
-from airflow_provider_deltamerge.delta.selection import select_writer
+from airflow_provider_deltamerge.delta.selection import AUTO_DELTA_RS_MAX_ENV, select_writer
 from airflow_provider_deltamerge.delta.spark_sql import (
     PARQUET_TIMESTAMP_CONF,
     TIMESTAMP_MICROS,
@@ -101,13 +102,77 @@ def test_the_class_check_runs_once_per_session(spark, monkeypatch):
     assert probes == [spark] and len(names) == 1
 
 
-def test_the_metrics_and_the_load_record_name_the_writer_used(spark, dataset):
+def test_the_metrics_and_the_load_record_name_the_writer_used(spark, dataset, monkeypatch):
+    monkeypatch.setenv(AUTO_DELTA_RS_MAX_ENV, "0")  # no batch is small enough for delta-rs where both exist
     expected = "delta-spark" if delta_spark_status(spark)[0] else "delta-rs"
     rows = [{"id": 1, "name": "a"}]
     info = run_load(rows, spark=spark, dataset=dataset, table_name="items", backend="auto")
     assert info.metrics["writer"] == expected
     assert [r["metrics"]["writer"] for r in read_loads(dataset)] == [expected]
     assert read_rows(f"{dataset}/items") == [{"id": 1, "name": "a"}]
+
+
+ORDERS = [{"id": n, "name": f"order {n}"} for n in range(1, 4)]
+
+
+def auto_load(spark, dataset, rows, caplog) -> tuple[str, list[str]]:
+    caplog.clear()
+    upsert = {"disposition": "merge", "strategy": "upsert"}
+    info = run_load(
+        rows, spark=spark, dataset=dataset, table_name="items", write_disposition=upsert, primary_key="id"
+    )
+    said = [r.getMessage() for r in caplog.records if "for this batch" in r.getMessage()]
+    return info.metrics["writer"], said
+
+
+def test_auto_with_both_writers_takes_delta_rs_for_a_small_batch_and_says_why(spark, dataset, writer, caplog):
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
+    chosen, said = auto_load(spark, dataset, ORDERS, caplog)
+    assert chosen == "delta-rs"
+    [line] = said
+    assert "writer delta-rs for this batch (backend 'auto'): Spark estimates it at " in line
+    assert f"at most 64 MiB ({AUTO_DELTA_RS_MAX_ENV} sets it): delta-rs merging it from the driver" in line
+
+
+def test_auto_takes_delta_spark_for_a_batch_over_the_threshold_and_one_commit_format_either_way(
+    spark, dataset, writer, caplog, monkeypatch
+):
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
+    assert auto_load(spark, dataset, ORDERS, caplog)[0] == "delta-rs"
+    monkeypatch.setenv(AUTO_DELTA_RS_MAX_ENV, "0.000001")  # one byte: every batch is over it
+    changed = [{"id": 3, "name": "changed"}, {"id": 4, "name": "order 4"}]
+    chosen, [line] = auto_load(spark, dataset, changed, caplog)
+    assert chosen == "delta-spark"
+    assert "writer delta-spark for this batch (backend 'auto'): Spark estimates it at " in line
+    assert f"({AUTO_DELTA_RS_MAX_ENV} sets it): Delta's MERGE runs it there" in line
+    assert read_rows(f"{dataset}/items") == [*ORDERS[:2], *changed]
+    loads = sorted(read_loads(dataset), key=lambda load: load["load_id"])
+    assert [load["metrics"]["writer"] for load in loads] == ["delta-rs", "delta-spark"]
+    commits = read_commits(f"{dataset}/items")
+    assert [c.load_id for c in commits] == [loads[1]["load_id"], loads[0]["load_id"]]
+    assert (
+        commits
+        == DeltaRsWriter().history(f"{dataset}/items")
+        == DeltaSparkWriter(spark).history(f"{dataset}/items")
+    )
+
+
+def test_auto_with_the_threshold_at_zero_never_sizes_the_batch(spark, dataset, writer, caplog, monkeypatch):
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
+    monkeypatch.setenv(AUTO_DELTA_RS_MAX_ENV, "0")
+    chosen, [line] = auto_load(spark, dataset, ORDERS, caplog)
+    assert chosen == "delta-spark" and f"{AUTO_DELTA_RS_MAX_ENV} is 0: Delta's MERGE wherever" in line
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "inf", "nan"])
+def test_a_threshold_that_is_no_number_of_mib_is_refused_before_any_commit(
+    spark, dataset, writer, monkeypatch, value
+):
+    monkeypatch.setenv(AUTO_DELTA_RS_MAX_ENV, value)
+    with pytest.raises(ConfigError) as refused:
+        run_load(ORDERS, spark=spark, dataset=dataset, table_name="items", primary_key="id")
+    assert refused.value.argument == AUTO_DELTA_RS_MAX_ENV and "is not a number of MiB" in str(refused.value)
+    assert read_loads(dataset) == [] and not os.path.exists(f"{dataset}/items")
 
 
 # -- the delta-spark writer's SQL, parsed and resolved by Spark -------------------------------------
@@ -313,16 +378,30 @@ def test_delta_spark_keeps_helper_columns_out_of_the_table(spark, dataset, write
     assert (result.metrics["numTargetRowsDeleted"], result.metrics["numTargetRowsInserted"]) == (1, 1)
 
 
-def test_delta_spark_refuses_a_plan_made_against_an_older_version(spark, dataset, writer):
+def test_delta_spark_refuses_an_overwrite_planned_on_an_older_version_and_merges_on_the_newest(
+    spark, dataset, writer
+):
+    """An overwrite counts what it replaces on the version it was planned on, so a table that moved on
+    refuses it; a plain upsert reads nothing of the table's and runs on the table as Delta finds it, whose
+    own conflict check decides (delta_spark._planned_on_the_snapshot)."""
     path = f"{dataset}/items"
-    rows = rows_of(spark, (1, "a"))
-    write(writer, spark, path, rows, FIRST)
+    write(writer, spark, path, rows_of(spark, (1, "a")), FIRST)
     stale = writer.snapshot(spark, path)
-    writer.commit(spark, path, stale, MergePlan(Operation.WRITE), rows, commit_request(SECOND))
-    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    writer.commit(
+        spark, path, stale, MergePlan(Operation.WRITE), rows_of(spark, (2, "b")), commit_request(SECOND)
+    )
+    replace = MergePlan(Operation.OVERWRITE)
     with pytest.raises(ConflictError, match="changed from version 0 to 1"):
-        writer.commit(spark, path, stale, upsert, rows, commit_request("1700000000.000003"))
+        writer.commit(
+            spark, path, stale, replace, rows_of(spark, (9, "z")), commit_request("1700000000.000003")
+        )
     assert writer.snapshot(spark, path).version == 1
+    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    merged = writer.commit(
+        spark, path, stale, upsert, rows_of(spark, (1, "z")), commit_request("1700000000.000004")
+    )
+    assert merged.version == 2 and merged.metrics["numTargetRowsUpdated"] == 1
+    assert read_rows(path) == [{"id": 1, "value": "z"}, {"id": 2, "value": "b"}]
 
 
 def test_delta_spark_replace_reports_the_rows_and_files_it_removed(spark, dataset, writer):
@@ -348,7 +427,11 @@ def test_delta_spark_writes_microsecond_timestamps_whatever_the_session_says(spa
         assert spark.conf.get(PARQUET_TIMESTAMP_CONF) == "INT96"  # the session's own setting, restored
     finally:
         spark.conf.set(PARQUET_TIMESTAMP_CONF, TIMESTAMP_MICROS)
-    assert read_rows(path) == [{"id": 1, "value": "b", "at": FAR}, {"id": 2, "value": "c", "at": DAY}]
+    # by id: rows sort by their text, and Delta stores the zone as "UTC", which reads back as ZoneInfo
+    assert read_rows(path, order_by=("id",)) == [
+        {"id": 1, "value": "b", "at": FAR},
+        {"id": 2, "value": "c", "at": DAY},
+    ]
 
 
 def test_delta_spark_commits_read_the_same_through_either_writers_history(spark, dataset, writer):
