@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..model.request import LoadRequest
 from ..spark.python_rows import extracted
 from ..spark.schema_steps import stored_column_schema
+from ..spark.sql_parameters import bind_parameters_in_analyzer
 from ..spark.stage import stage_batch
 from . import (
     staged_arrow,
@@ -16,6 +17,7 @@ from . import (
 
 def extract(spark, data, request: LoadRequest, window, table, commits):
     if callable(data) and not hasattr(data, "sparkSession"):
+        bind_parameters_in_analyzer(spark)
         data = data(spark, window)
     table_schema = table.schema if table is not None else None
     return extracted(spark, data, request, table_schema, stored_column_schema(commits))
