@@ -47,6 +47,7 @@ from ..spark.storage import set_hadoop_settings
 from ..spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from . import (
     catalog_target,
+    child_expectations,
     earlier_loads,
     expectations,
     insert_only,
@@ -168,6 +169,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
     batch, checks = expectations.check(batch, request)  # rows set aside before dedup and planning
+    nested_tables.check_child_expectations(request, batch, child_tables)
     writer, table = writer_for_batch(spark, request, writer, table, batch)
     checkpoint("stage")
     replace_where = replace_where_for(request, window)
@@ -184,6 +186,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     )
     if checks is not None:
         steps.step("expect", "%s", describe_expectations(expected.metrics))
+    child_expectations.log_counts(steps, nested)
     superseded = reruns.superseded_load_ids(request.disposition, earlier, window)
     load = StagedLoad(
         request,
@@ -286,11 +289,13 @@ def _plan_and_commit(spark, writer, table, load: StagedLoad) -> LoadInfo:
         **reruns.map_index_metrics(request.run),
         **({"replaced_load_ids": list(load.superseded)} if load.superseded else {}),
         **(load.expected.metrics if load.expected is not None else {}),
+        **child_expectations.metrics(load.nested),
     }
     load.steps.step("plan", "%s", describe_plan(plan))
     if load.expected is not None:  # the quarantined rows: committed before the table's commit
         expectations.commit_quarantine(writer, request, load.expected, load, load.stored)
-        checkpoint("after_quarantine")
+    if child_expectations.commit_quarantines(writer, request, load) or load.expected is not None:
+        checkpoint("after_quarantine")  # the child tables' own too
     if plan.operation is Operation.NOTHING:
         version = table.version if table is not None else None
         metrics = {**base_metrics, "load_id": None, "table_version": version}

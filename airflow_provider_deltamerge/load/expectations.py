@@ -55,9 +55,10 @@ def check(batch, request: LoadRequest):
     return checks.kept, checks
 
 
-def outcome(checks, rows_staged_from: int, request: LoadRequest) -> Outcome:
-    """The counts of staging's pass (`rows_staged_from`: the rows it read); ExpectationError where a row
-    fails a `fail` expectation, naming each such expectation, its count and a few rows."""
+def outcome(checks, rows_staged_from: int, request: LoadRequest, table: str | None = None) -> Outcome:
+    """The counts of staging's pass (`rows_staged_from`: the rows it read; 0: a job of their own);
+    ExpectationError where a row fails a `fail` expectation, naming the table (the load's, or the child
+    `table`), each such expectation, its count and a few rows."""
     if checks is None:
         return Outcome()
     counts = checks.counts(rows_staged_from)
@@ -69,7 +70,7 @@ def outcome(checks, rows_staged_from: int, request: LoadRequest) -> Outcome:
             {k: redact_text(v, secrets) if isinstance(v, str) else v for k, v in redacted(row).items()}
             for row in checks.rows_failing("fail", EXAMPLES)
         ]
-        raise ExpectationError(request.table, failed, examples)
+        raise ExpectationError(table or request.table, failed, examples)
     metrics = model.expectation_metrics(
         checks.expectations, counts.rows, counts.failed, counts.dropped, counts.quarantined
     )
@@ -77,13 +78,13 @@ def outcome(checks, rows_staged_from: int, request: LoadRequest) -> Outcome:
     return Outcome(metrics, checks.quarantined() if quarantines else None)
 
 
-def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, stored) -> None:
-    """Write the load's quarantined rows in one commit of the quarantine table, replacing those of the
-    loads it stands in for (the module's step 3). Nothing where the load quarantines nothing and
-    replaces nothing."""
+def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, stored, table=None) -> None:
+    """Write the load's quarantined rows of its table (or of its child `table`) in one commit of that
+    table's quarantine table, replacing those of the loads it stands in for (the module's step 3).
+    Nothing where the load quarantines nothing and replaces nothing."""
     if result.quarantined is None:
         return
-    path = table_path(request.dataset, model.quarantine_table(request.table))
+    path = table_path(request.dataset, model.quarantine_table(table or request.table))
     loads = quarantined_loads(path, request.store_options) or []
     stream, task = _stream(request, load.load_id), _task(request)
     window = load.window_dict or {}

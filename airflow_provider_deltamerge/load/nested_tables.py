@@ -37,6 +37,7 @@ from ..delta.locking import creation_lock
 from ..delta.store import HISTORY_DEPTH, StoreSnapshot
 from ..delta.writer import CommitRequest
 from ..errors import ConfigError, ContractError, SchemaError
+from ..model.expectations import child_expectations as model_child_expectations
 from ..model.naming import LOAD_ID, ROW_ID, check_distinct_names, naming_convention, table_path
 from ..model.options import WriteDisposition
 from ..model.request import LoadRequest
@@ -58,6 +59,7 @@ from ..spark.nested import child_rows, column_shapes, empty_rows, root_rows
 from ..spark.scd2 import VERSIONED, row_version_hash
 from ..spark.schema import align_to_table
 from ..spark.stage import shape_source, unflagged_rows
+from . import child_expectations
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,7 @@ class NestedBatch:
     tables: tuple[str, ...]  # every child table the load processes: the batch's and the existing ones
     root_key: bool  # whether child rows carry _dlt_root_id
     staged_roots: DataFrame  # the staged root rows, hard-deleted ones included
+    expected: dict = dataclasses.field(default_factory=dict)  # child table -> its expectations' Outcome
 
 
 def child_tables_on_storage(request: LoadRequest) -> tuple[str, ...]:
@@ -84,6 +87,13 @@ def _planned(request: LoadRequest, batch: DataFrame) -> NestedPlan:
     plan = plan_nested(request.table, column_shapes(batch), normalize, request.max_table_nesting)
     check_child_tables(plan, request.dataset)
     return plan
+
+
+def check_child_expectations(request: LoadRequest, batch: DataFrame, existing: tuple[str, ...]) -> None:
+    """The child tables' own expectations named for child tables the load has (load/child_expectations.py),
+    before any job."""
+    if model_child_expectations(request.expectations):
+        child_expectations.check_names(request, _planned(request, batch), existing)
 
 
 def plan_without_child_tables(
@@ -131,9 +141,10 @@ def split_nested(
     staged_roots = _versioned(staged.df, request)
     rows = child_rows(unflagged_rows(staged_roots), plan, load_id, root_key)
     rows = {name: frame for name, frame in rows.items() if name in tables}
+    rows, expected = child_expectations.apply(request, plan, rows)  # a `fail` refused here
     log.info("load %s: child tables %s", load_id, ", ".join(tables))
     root = dataclasses.replace(staged, df=root_rows(staged_roots, plan))
-    return root, NestedBatch(plan, rows, tables, root_key, staged_roots)
+    return root, NestedBatch(plan, rows, tables, root_key, staged_roots, expected)
 
 
 def _new_tables_allowed(request: LoadRequest, plan: NestedPlan, existing: tuple[str, ...]) -> tuple[str, ...]:

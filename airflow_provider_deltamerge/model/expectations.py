@@ -35,7 +35,12 @@ QUARANTINE_STREAM = "_dlt_stream"
 QUARANTINE_TASK = "_dlt_task"
 QUARANTINE_WINDOW_START = "_dlt_window_start"
 QUARANTINE_WINDOW_END = "_dlt_window_end"
-QUALITY_METRICS = ("expectations", "rows_dropped", "rows_quarantined")  # a load's metrics of them
+QUALITY_METRICS = (
+    "expectations",
+    "rows_dropped",
+    "rows_quarantined",
+    "child_expectations",
+)  # a load's metrics of them
 QUARANTINE_COLUMNS = (
     QUARANTINE_LOAD_ID,
     QUARANTINE_FAILED,
@@ -59,9 +64,11 @@ class Expectation:
         return self.action in ("drop", "quarantine")
 
 
-def check_expectations(value: Any) -> dict[str, dict[str, str]] | None:
+def check_expectations(value: Any) -> dict[str, dict] | None:
     """The canonical form of `expectations`: ``{action: {name: condition}}`` in ACTIONS' order, each
-    condition checked (model/row_condition.py), names unique; None for none. ConfigError otherwise."""
+    condition checked (model/row_condition.py), names unique, then a child table's own expectations under
+    its name as dlt names it (``{"orders__items": {action: {name: condition}}}``); None for none.
+    ConfigError otherwise."""
     if value is None or value == {}:
         return None
     if not isinstance(value, dict):
@@ -70,9 +77,27 @@ def check_expectations(value: Any) -> dict[str, dict[str, str]] | None:
             f"{value!r} must be a dict of actions ({', '.join(ACTIONS)}) to dicts of named conditions, "
             'e.g. {"drop": {"positive_amount": "amount > 0"}}',
         )
-    unknown = sorted(str(a) for a in value if a not in ACTIONS)
+    canonical: dict[str, dict] = _checked_actions(ARGUMENT, value, children=True)
+    for child in sorted(k for k in value if k not in ACTIONS):
+        own = value[child]
+        if not isinstance(own, dict):
+            raise ConfigError(
+                f"{ARGUMENT}.{child}",
+                f"{own!r} must be the child table's own expectations, {{action: {{name: condition}}}}",
+            )
+        checked = _checked_actions(f"{ARGUMENT}.{child}", own, children=False)
+        if checked:
+            canonical[child] = checked
+    return canonical or None
+
+
+def _checked_actions(argument: str, value: dict, children: bool) -> dict[str, dict[str, str]]:
+    """One table's ``{action: {name: condition}}`` checked; other keys are refused, but for the child
+    tables' names (``<table>__<list>``) at the top level (`children`)."""
+    unknown = sorted(str(a) for a in value if a not in ACTIONS and not (children and _child_key(a)))
     if unknown:
-        raise ConfigError(ARGUMENT, f"unknown action(s) {unknown}; valid: {', '.join(ACTIONS)}")
+        where = " or a child table's name as dlt names it (orders__items)" if children else ""
+        raise ConfigError(argument, f"unknown action(s) {unknown}; valid: {', '.join(ACTIONS)}{where}")
     canonical: dict[str, dict[str, str]] = {}
     seen: dict[str, str] = {}  # name (case-insensitive) -> its action
     for action in ACTIONS:
@@ -81,52 +106,77 @@ def check_expectations(value: Any) -> dict[str, dict[str, str]] | None:
             continue
         if not isinstance(named, dict):
             raise ConfigError(
-                f"{ARGUMENT}.{action}",
+                f"{argument}.{action}",
                 f'{named!r} must be a dict of names to conditions, e.g. {{"positive_amount": "amount > 0"}}',
             )
         for name, condition in named.items():
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(
-                    f"{ARGUMENT}.{action}", f"{name!r} is not a name; give each expectation one"
+                    f"{argument}.{action}", f"{name!r} is not a name; give each expectation one"
                 )
             if name.lower() in seen:
                 raise ConfigError(
-                    f"{ARGUMENT}.{action}.{name}",
+                    f"{argument}.{action}.{name}",
                     f"the name is already given to an expectation under {seen[name.lower()]!r}; names are "
                     "unique per table (ignoring case): rename one of them",
                 )
             seen[name.lower()] = action
-            checked = check_row_condition(f"{ARGUMENT}.{action}.{name}", condition)
+            checked = check_row_condition(f"{argument}.{action}.{name}", condition)
             if checked is None:
-                raise ConfigError(f"{ARGUMENT}.{action}.{name}", 'needs a condition, such as "amount > 0"')
+                raise ConfigError(f"{argument}.{action}.{name}", 'needs a condition, such as "amount > 0"')
             canonical.setdefault(action, {})[name] = checked
-    return canonical or None
+    return canonical
+
+
+def _child_key(key: Any) -> bool:
+    return isinstance(key, str) and "__" in key.strip("_")
 
 
 def parse_expectations(value: Any) -> tuple[Expectation, ...]:
-    """The expectations of a canonical (or any accepted) value, in ACTIONS' order."""
+    """The root table's expectations of a canonical (or any accepted) value, in ACTIONS' order."""
     canonical = check_expectations(value) or {}
+    return _parsed(canonical)
+
+
+def child_expectations(value: Any) -> dict[str, tuple[Expectation, ...]]:
+    """Each child table's own expectations (by its name as dlt names it), in ACTIONS' order."""
+    canonical = check_expectations(value) or {}
+    return {table: _parsed(own) for table, own in canonical.items() if table not in ACTIONS}
+
+
+def _parsed(canonical: dict) -> tuple[Expectation, ...]:
     return tuple(
         Expectation(name, condition, action)
-        for action, named in canonical.items()
-        for name, condition in named.items()
+        for action in ACTIONS
+        for name, condition in (canonical.get(action) or {}).items()
     )
 
 
-def tightened(declared: Any, override: Any) -> dict[str, dict[str, str]] | None:
-    """The expectations a run uses when its conf sets `expectations` over the task's own: each of the
-    task's at the stricter of its action and the conf's, and the conf's new ones added. A conf giving one
-    of the task's names another condition is refused: a condition can loosen as well as tighten."""
-    task = {e.name.lower(): e for e in parse_expectations(declared)}
+def tightened(declared: Any, override: Any) -> dict[str, dict] | None:
+    """The expectations a run uses when its conf sets `expectations` over the task's own, table by table
+    (the root's, each child table's): each of the task's at the stricter of its action and the conf's,
+    and the conf's new ones added. A conf giving one of the task's names another condition is refused:
+    a condition can loosen as well as tighten."""
+    task, conf = check_expectations(declared) or {}, check_expectations(override) or {}
+    merged: dict[str, dict] = _tightened(ARGUMENT, _parsed(task), _parsed(conf))
+    for child in sorted((set(task) | set(conf)) - set(ACTIONS)):
+        merged[child] = _tightened(
+            f"{ARGUMENT}.{child}", _parsed(task.get(child) or {}), _parsed(conf.get(child) or {})
+        )
+    return check_expectations(merged)
+
+
+def _tightened(argument: str, declared: tuple, override: tuple) -> dict[str, dict[str, str]]:
+    task = {e.name.lower(): e for e in declared}
     merged = dict(task)
-    for wanted in parse_expectations(override):
+    for wanted in override:
         own = task.get(wanted.name.lower())
         if own is None:
             merged[wanted.name.lower()] = wanted
             continue
         if own.condition != wanted.condition:
             raise ConfigError(
-                f"{ARGUMENT}.{wanted.action}.{wanted.name}",
+                f"{argument}.{wanted.action}.{wanted.name}",
                 f"dag_run.conf gives {wanted.condition!r}, the task {own.condition!r}: a run's conf may make "
                 "an expectation's action stricter or add one, never change its condition. Give the task's "
                 "condition, or a new name",
@@ -136,7 +186,7 @@ def tightened(declared: Any, override: Any) -> dict[str, dict[str, str]] | None:
     grouped: dict[str, dict[str, str]] = {}
     for expectation in merged.values():
         grouped.setdefault(expectation.action, {})[expectation.name] = expectation.condition
-    return check_expectations(grouped)
+    return grouped
 
 
 def quarantine_table(table: str) -> str:

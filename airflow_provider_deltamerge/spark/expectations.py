@@ -84,10 +84,10 @@ class Checks:
         return named.drop(*_flags(self.expectations))
 
 
-def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
+def check(df: DataFrame, expectations: tuple[Expectation, ...], argument: str = "expectations") -> Checks:
     """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
-    refused (ConfigError naming the expectation) before any job runs."""
-    _check_conditions(df, expectations)
+    refused (ConfigError naming the expectation under `argument`) before any job runs."""
+    _check_conditions(df, expectations, argument)
     flagged = df.withColumns(
         {_FLAG.format(i): ~F.coalesce(F.expr(e.condition), F.lit(False)) for i, e in enumerate(expectations)}
     )
@@ -100,12 +100,12 @@ def check(df: DataFrame, expectations: tuple[Expectation, ...]) -> Checks:
     return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
 
 
-def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...]) -> None:
+def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...], argument: str) -> None:
     """Each condition over the batch's own columns and true/false: all of them analysed by Spark at once,
     and where that finds a fault, one by one to name the expectation (spark/cdc.py's check_condition)."""
     data = [c for c in df.columns if c != INPUT_ORDER]
     for expectation in expectations:  # pure: no subquery, no function that runs code (model/row_condition.py)
-        check_row_condition(_argument(expectation), expectation.condition, data)
+        check_row_condition(_argument(argument, expectation), expectation.condition, data)
     try:
         types = df.select(*(F.expr(e.condition) for e in expectations)).schema.fields
         if all(isinstance(f.dataType, T.BooleanType) for f in types):
@@ -113,11 +113,11 @@ def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...]) -> N
     except Exception:  # Spark's parse and analysis errors: named below
         pass
     for expectation in expectations:
-        check_condition(df, _argument(expectation), expectation.condition, "batch's rows")
+        check_condition(df, _argument(argument, expectation), expectation.condition, "batch's rows")
 
 
-def _argument(expectation: Expectation) -> str:
-    return f"expectations.{expectation.action}.{expectation.name}"
+def _argument(argument: str, expectation: Expectation) -> str:
+    return f"{argument}.{expectation.action}.{expectation.name}"
 
 
 def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:

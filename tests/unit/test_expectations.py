@@ -87,3 +87,48 @@ def test_the_counts_become_openlineage_data_quality_assertions():
     facet = _quality_assertions(loads)
     assert [(a.assertion, a.success) for a in facet.assertions] == [("a", False), ("b", True)]
     assert _quality_assertions([{"numSourceRows": 1}]) is None
+
+
+CHILD = {"drop": {"positive_amount": "amount > 0"}, "orders__items": {"warn": {"q": " qty > 0 "}}}
+
+
+def test_a_child_table_takes_its_own_expectations_under_its_name():
+    from airflow_provider_deltamerge.model.expectations import child_expectations
+
+    assert check_expectations(CHILD) == {
+        "drop": {"positive_amount": "amount > 0"},
+        "orders__items": {"warn": {"q": "qty > 0"}},
+    }
+    assert [e.name for e in parse_expectations(CHILD)] == ["positive_amount"]  # the root's only
+    assert [(e.name, e.action) for e in child_expectations(CHILD)["orders__items"]] == [("q", "warn")]
+    both = {"drop": {"q": "amount > 0"}, "orders__items": {"drop": {"q": "qty > 0"}}}
+    assert check_expectations(both) == both  # names are unique per table, not across tables
+
+
+@pytest.mark.parametrize(
+    ("value", "argument"),
+    [
+        ({"items": {"drop": {"q": "qty > 0"}}}, "expectations"),  # neither an action nor a child table
+        ({"orders__items": {"often": {"q": "qty > 0"}}}, "expectations.orders__items"),
+        ({"orders__items": {"drop": {"q": "qty > 0", "Q": "qty < 9"}}}, "expectations.orders__items.drop.Q"),
+        ({"orders__items": {"drop": {"q": "(SELECT 1) > 0"}}}, "expectations.orders__items.drop.q"),
+        ({"orders__items": ["qty > 0"]}, "expectations.orders__items"),
+    ],
+)
+def test_a_child_tables_expectations_are_refused_naming_the_child_table(value, argument):
+    with pytest.raises(ConfigError) as refused:
+        check_expectations(value)
+    assert str(refused.value).startswith(argument + ":")
+
+
+def test_a_runs_conf_tightens_a_child_tables_expectations_never_loosens_them():
+    conf = {"orders__items": {"fail": {"q": "qty > 0"}, "drop": {"sku": "sku IS NOT NULL"}}}
+    assert tightened(CHILD, conf)["orders__items"] == {
+        "drop": {"sku": "sku IS NOT NULL"},
+        "fail": {"q": "qty > 0"},
+    }
+    assert tightened(
+        {"orders__items": {"fail": {"q": "qty > 0"}}}, {"orders__items": {"warn": {"q": "qty > 0"}}}
+    ) == {"orders__items": {"fail": {"q": "qty > 0"}}}
+    with pytest.raises(ConfigError, match=r"^expectations\.orders__items\.warn\.q:"):
+        tightened(CHILD, {"orders__items": {"warn": {"q": "qty >= 0"}}})
