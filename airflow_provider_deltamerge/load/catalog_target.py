@@ -20,7 +20,7 @@ from ..delta import store
 from ..delta.child_tables import existing_child_tables
 from ..delta.delta_spark import delta_spark_status
 from ..errors import CatalogError
-from ..model.catalog import Catalog
+from ..model.catalog import Catalog, check_location_reached
 from ..model.cdc import tombstones_table
 from ..model.naming import table_path
 from ..model.request import LoadRequest
@@ -76,6 +76,7 @@ def place(spark, request: LoadRequest, writer_name: str) -> Placed:
                 "a dataset (the folder to create it under), or a schema with a location. Nothing was "
                 "written.",
             )
+        _check_reached(request, folder)
         return Placed(request.placed(local_path(folder)), catalog)
     if entry.kind != "delta":
         raise CatalogError(
@@ -91,7 +92,12 @@ def place(spark, request: LoadRequest, writer_name: str) -> Placed:
             "own writers may write them, so delta-rs cannot; load it with backend='delta-spark' through the "
             "catalog's Spark connector, or load an external table. Nothing was written.",
         )
+    _check_reached(request, entry.location)
     return Placed(request.placed(_folder_of(request, entry.location)), catalog)
+
+
+def _check_reached(request: LoadRequest, location: str | None) -> None:
+    check_location_reached(request.table_name, location, request.storage_options, request.dataset)
 
 
 def _check_schema(catalog: Catalog, request: LoadRequest) -> None:

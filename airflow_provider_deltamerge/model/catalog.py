@@ -6,8 +6,12 @@ the same questions of whichever catalog names its table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
+
+from ..errors import CatalogError
+from .storage import STORE_NAMES, store_of, stores_reached
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,31 @@ class Catalog(Protocol):
         """Register the Delta table at `location` as `schema.name`; nothing where that entry exists at
         `location` already (two registrations of one table at once both succeed)."""
         ...
+
+
+def check_location_reached(
+    table_name: str, location: str | None, options: Mapping[str, str] | None, dataset: str | None
+) -> None:
+    """CatalogError where the catalog keeps a table (or a schema its new tables) on an object store the
+    load's storage options do not reach (and that is not the store of the `dataset` it was given): the
+    load would fail halfway, or write with the wrong credentials. Local, HDFS and other paths pass."""
+    store = store_of(location or "")
+    if store is None or store in stores_reached(options) or store == store_of(dataset or ""):
+        return
+    others = sorted(STORE_NAMES[s] for s in stores_reached(options))
+    carried = f"are for {' and '.join(others)}" if others else "name no object store's settings"
+    raise CatalogError(
+        table_name,
+        f"the catalog keeps it at {location!r}, on {STORE_NAMES[store]}, which this load's storage "
+        f"options do not reach (they {carried}); set storage options for {STORE_NAMES[store]} "
+        f"({_WHAT_TO_SET[store]}), or name a table the storage connection reaches. Nothing was written.",
+    )
+
+
+_WHAT_TO_SET = {
+    "s3": "operators: storage_conn_id an AWS connection; run_load: AWS_* storage_options, AWS_REGION "
+    "alone to take the environment's credentials",
+    "azure": "operators: storage_conn_id an Azure (wasb/adls) connection; run_load: "
+    "azure_storage_account_name and its key or SAS token",
+    "gcs": "run_load and operators: google_* storage_options, such as google_service_account_path",
+}

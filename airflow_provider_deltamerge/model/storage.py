@@ -67,6 +67,34 @@ def store_of(dataset: str) -> str | None:
     return STORES.get(scheme)
 
 
+STORE_NAMES = {"s3": "S3", "azure": "Azure storage", "gcs": "Google Cloud Storage"}
+_STORE_PREFIXES = {"aws_": "s3", "azure_": "azure", "google_": "gcs"}
+
+
+def stores_reached(options: Mapping[str, str] | None) -> set[str]:
+    """The object stores storage options carry settings for, by their names: `aws_*` (and their short
+    aliases) reach S3, `azure_*` Azure, `google_*` Google Cloud Storage; generic options reach none."""
+    reached = set()
+    for key in options or {}:
+        name = key.lower()
+        reached.update(store for prefix, store in _STORE_PREFIXES.items() if name.startswith(prefix))
+        reached.update(store for store in _ALIAS_STORES.get(name, ()))
+    return reached
+
+
+def _alias_stores() -> dict[str, set[str]]:
+    """Each short alias (`access_key_id`, `account_name`, ...) and the stores whose setting it names."""
+    stores: dict[str, set[str]] = {}
+    for canonical, aliases in _ALIASES.items():
+        store = next(s for prefix, s in _STORE_PREFIXES.items() if canonical.startswith(prefix))
+        for alias in aliases:
+            stores.setdefault(alias, set()).add(store)
+    return {alias: found for alias, found in stores.items() if len(found) == 1}  # `endpoint`: either
+
+
+_ALIAS_STORES = _alias_stores()
+
+
 def check_storage_options(value: Any) -> dict[str, str] | None:
     """Storage options as delta-rs takes them: a mapping of option names to text (numbers and booleans
     become text); None when empty."""

@@ -49,3 +49,20 @@ def test_a_glue_table_is_created_registered_and_found_again_by_name(spark, aws_s
     )
     rows = DeltaTable(f"{dataset}/orders", storage_options=glue_options).to_pyarrow_table().to_pylist()
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "b"), (2, "c")]
+
+
+def test_a_glue_entry_on_a_store_the_storage_options_do_not_reach_is_refused(
+    spark, glue_options, catalog, schema
+):
+    elsewhere = "abfss://lake@acct.dfs.core.windows.net/sales"
+    catalog.register(schema, "orders", f"{elsewhere}/orders")  # an entry Glue holds, on Azure
+    catalog.create_schema("azure_" + schema, elsewhere)  # a schema whose new tables go to Azure
+    for name in (f"{schema}.orders", f"azure_{schema}.orders"):
+        with pytest.raises(
+            CatalogError, match=r"on Azure storage, which this load's storage options do not reach"
+        ):
+            load(
+                spark, glue_options, [{"id": 1}], table_name=name, write_disposition="merge", primary_key="id"
+            )
+    assert catalog.table(f"azure_{schema}", "orders") is None
+    assert catalog.table(schema, "_dlt_loads") is None  # nothing registered, nothing written
