@@ -253,6 +253,48 @@ def scenario_registration_lost(spark, root: str, writer: str) -> dict:
     }
 
 
+KILLED_RUN = {"dag_id": "sales", "task_id": "load_orders", "run_id": "manual__1", "run_type": "manual"}
+
+
+def load_killed_orders(spark, writer: str, try_number: int) -> dict:
+    """The load a killed task runs, and its retry: one run, so one load id; an append, which applied
+    twice would hold its rows twice."""
+    rows_in = [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    run = {**KILLED_RUN, "try_number": try_number}
+    return load(spark, writer, rows_in, table_name="sales.orders", create_schema=True, run_context=run)
+
+
+def scenario_killed(spark, root: str, writer: str) -> dict:
+    """The load, its process ended abruptly at the step DELTAMERGE_FAIL_AT names (as a killed task's)."""
+    from tests.faults import install
+
+    install()
+    load_killed_orders(spark, writer, try_number=1)
+    return {"survived": True}  # the kill did not happen: the test fails on this
+
+
+def scenario_retried(spark, root: str, writer: str) -> dict:
+    """The killed load's retry: what the kill left, and what the retry leaves."""
+    from deltalake import DeltaTable
+
+    from airflow_provider_deltamerge.delta import store
+
+    folder = f"{root}/warehouse/sales.db"
+    left = {"tables": tables(spark, "sales"), "loads": len(store.read_loads(folder))}
+    left["version"] = DeltaTable(f"{folder}/orders").version()
+    info = load_killed_orders(spark, writer, try_number=2)
+    recorded = store.read_loads(folder)
+    return {
+        "left": left,
+        "load_id": info["load_id"],
+        "committed_by": store.read_commits(f"{folder}/orders", 1)[0].load_id,
+        "version": DeltaTable(f"{folder}/orders").version(),
+        "tables": tables(spark, "sales"),
+        "rows": rows(spark, "sales.orders"),
+        "loads": [(r["load_id"], r["try_number"]) for r in recorded],
+    }
+
+
 if __name__ == "__main__":
     name, root, writer = sys.argv[1:4]
     session = hive_session(root)

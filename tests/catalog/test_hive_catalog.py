@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from airflow_provider_deltamerge.model.delta_jars import ENV_VAR
+from tests.faults import FAIL_AT, FAIL_MODE
 
 pytestmark = pytest.mark.spark
 
@@ -28,17 +29,21 @@ needs_jars = pytest.mark.skipif(
 WRITERS = ("delta-rs", "delta-spark")
 
 
-def run_job(scenario: str, root, writer: str, jars: bool = True) -> dict:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+def job(scenario: str, root, writer: str, jars: bool = True, **env) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **env}
     if not jars:
         env.pop(ENV_VAR, None)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, JOB, scenario, str(root), writer],
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
+
+
+def run_job(scenario: str, root, writer: str, jars: bool = True) -> dict:
+    done = job(scenario, root, writer, jars)
     results = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and results, (done.stdout[-3000:], done.stderr[-6000:])
     return json.loads(results[-1][len("RESULT ") :])
@@ -122,3 +127,17 @@ def test_the_cli_maintenance_and_a_recreated_table_by_catalog_name(tmp_path):
     assert seen["rows_after_refusal"] == 0
     assert {"_dlt_pipeline_state", "_dlt_tombstones_customers"} <= set(seen["cdc_tables"])
     assert seen["tombstones"] == 1  # the CDC companion, readable with SQL
+
+
+@needs_jars
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_catalog_load_killed_after_its_commit_and_retried_lands_once(tmp_path, writer):
+    killed = job("killed", tmp_path, writer, **{FAIL_AT: "after_commit", FAIL_MODE: "kill"})
+    assert killed.returncode == 137, (killed.stdout[-2000:], killed.stderr[-4000:])
+    seen = run_job("retried", tmp_path, writer)
+    assert seen["left"] == {"tables": [], "loads": 0, "version": 0}  # committed, unregistered, unrecorded
+    assert seen["load_id"] == seen["committed_by"]  # the retry is the killed load, not another
+    assert seen["version"] == 0, seen  # nothing applied again
+    assert seen["tables"] == ["_dlt_loads", "orders"]  # both registered, by the retry
+    assert seen["rows"] == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]  # the rows once
+    assert seen["loads"] == [[seen["load_id"], 1]]  # the load recorded once, by the try that committed it
