@@ -110,13 +110,15 @@ def writer_backend(request, monkeypatch):
             )
     from airflow_provider_deltamerge import load
     from airflow_provider_deltamerge.delta import selection
+    from airflow_provider_deltamerge.load import batch_writer
 
     select = selection.select_writer
-    monkeypatch.setattr(
-        load,
-        "select_writer",
-        lambda chosen, spark, options=None, batch_bytes=None: select(
-            backend if chosen == "auto" else chosen, spark, options
-        ),
-    )
+    for module in (load, batch_writer):  # the writer a load starts with, and auto's choice by the batch
+        monkeypatch.setattr(
+            module,
+            "select_writer",
+            lambda chosen, spark, options=None, batch_bytes=None: select(
+                backend if chosen == "auto" else chosen, spark, options
+            ),
+        )
     return backend

@@ -61,6 +61,7 @@ from . import (
     tracked_history,
     truncates,
 )
+from .batch_writer import writer_for_batch
 from .change_feed_source import FeedReader
 from .load_info import LoadInfo
 from .staged_load import StagedLoad
@@ -72,7 +73,6 @@ from .step_log import (
     describe_source,
     describe_window,
 )
-from .writer_for_batch import writer_for_batch
 
 log = logging.getLogger(__name__)
 

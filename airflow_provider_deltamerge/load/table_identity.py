@@ -1,6 +1,6 @@
 """Which Delta table a load wrote: its Delta id (`metaData.id`, new for every table Delta creates)
 recorded with each load (`table_id` in its metrics), so that a table dropped and recreated under the
-same name (in a catalog, or at the same path) is noticed before its old cursor state is reused.
+same name (in a catalog, or at the same path) is noticed, and said, before its old cursor state is reused.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 
 from ..delta import store
-from ..errors import StoreError
 from ..model.request import LoadRequest
 
 log = logging.getLogger(__name__)
@@ -26,26 +25,25 @@ def recorded_table_id(stored: store.StoreSnapshot, request: LoadRequest) -> str 
 
 
 def check_same_table(stored: store.StoreSnapshot, request: LoadRequest, table) -> None:
-    """StoreError where an incremental load would take the cursor state its earlier loads stored for
-    another table of this name (the one recorded was dropped, deleted or recreated); a warning where no
-    stored state is taken (the load writes the table as it is now)."""
+    """A warning where the table is not the one its recorded loads wrote (another Delta id, or no table):
+    it may have been dropped, deleted or recreated, and an incremental load goes on from the cursor
+    state stored for the old one. Only a warning: delta-rs (1.6) writes a new Delta id when a MERGE
+    evolves the schema, so a changed id alone does not prove the table was recreated."""
     recorded = recorded_table_id(stored, request)
     current = getattr(table, "table_id", None)
     if recorded is None or recorded == current:
         return
     now = f"Delta id {current}" if current else "no table at all now"
-    what = (
-        f"table {request.table_name!r} at {request.table_path} ({now}) is not the table its recorded "
-        f"loads wrote (Delta id {recorded}): it was dropped, deleted or recreated since"
-    )
-    uses_state = request.cursor is not None and request.disposition.disposition != "replace"
-    if not uses_state:
-        log.warning("%s; this load writes the table as it is now", what)
-        return
-    raise StoreError(
-        store.state_path(request.dataset),
-        f"{what}, so the cursor state stored for the old table is not taken for it and nothing was loaded. "
-        f"To load the new table from initial_value, delete the table's rows from {store.STATE_TABLE} and "
-        f"{store.LOADS_TABLE} (DELETE FROM ... WHERE table_name = '{request.table}'), or load it under "
-        "another pipeline_name.",
+    log.warning(
+        "table %r at %s (%s) is not the table its recorded loads wrote (Delta id %s): if it was dropped, "
+        "deleted or recreated, this load goes on from the cursor state stored for the old table; to load "
+        "the new table from initial_value, delete the table's rows from %s and %s (DELETE FROM ... WHERE "
+        "table_name = '%s'), or load it under another pipeline_name",
+        request.table_name,
+        request.table_path,
+        now,
+        recorded,
+        store.STATE_TABLE,
+        store.LOADS_TABLE,
+        request.table,
     )

@@ -36,6 +36,7 @@ from airflow_provider_deltamerge.delta.writer import (
     logged_commit,
     write_commit_metrics,
 )
+from airflow_provider_deltamerge.load import batch_writer
 from airflow_provider_deltamerge.model.run import RunContext, app_id, txn_version
 from airflow_provider_deltamerge.plan.merge import MergePlan, Operation
 from tests.faults import InjectedFault
@@ -117,9 +118,14 @@ def committed_by(request, spark):
 @pytest.fixture
 def use_writer(monkeypatch):
     """use_writer(w): the loads that follow commit with writer w, whatever backend they ask for."""
-    return lambda writer: monkeypatch.setattr(
-        load, "select_writer", lambda backend, spark, options=None, batch_bytes=None: writer
-    )
+
+    def use(writer):
+        for module in (load, batch_writer):  # the writer a load starts with, and auto's choice by the batch
+            monkeypatch.setattr(
+                module, "select_writer", lambda backend, spark, options=None, batch_bytes=None: writer
+            )
+
+    return use
 
 
 def weekly_load(spark, dataset, week: int, try_number: int = 1, **arguments):
