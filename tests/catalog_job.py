@@ -180,7 +180,6 @@ def scenario_edges(spark, root: str, writer: str) -> dict:
         "cli": json.loads(printed.getvalue()),
         "maintained": maintained,
         "recreated": recreated,
-        "rows_after_refusal": spark.table("sales.orders").count(),
     }
 
 
