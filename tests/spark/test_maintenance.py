@@ -310,7 +310,7 @@ def test_optimize_metrics_read_alike_from_either_writer():
 
 
 class Frame:
-    """A Spark DataFrame holding canned rows: select, where and first, as the maintenance calls them."""
+    """A Spark DataFrame holding canned rows: select, where, first and collect, as maintenance calls them."""
 
     def __init__(self, rows, columns=()):
         self.rows, self.columns = rows, list(columns)
@@ -324,6 +324,9 @@ class Frame:
 
     def first(self):
         return Row(self.rows[0]) if self.rows else None
+
+    def collect(self):
+        return [Row(r) for r in self.rows]
 
 
 class Row(dict):
@@ -371,6 +374,17 @@ class SessionConf(dict):
         self.pop(key, None)
 
 
+def delta_session(conf, properties: dict, columns: list[str], partitions: list[str]):
+    """A session as the delta-spark maintenance reads a table's metadata: SHOW TBLPROPERTIES and the
+    catalog's columns (its protocol rows are not configuration)."""
+    shown = [Row(key=k, value=v) for k, v in {**properties, "delta.minReaderVersion": "1"}.items()]
+    listed = [type("Column", (), {"name": c, "isPartition": c in partitions})() for c in columns]
+    catalog = type("Catalog", (), {"listColumns": lambda self, target: listed})()
+    return type(
+        "ConnectSession", (), {"conf": conf, "catalog": catalog, "sql": lambda self, q: Frame(shown)}
+    )()
+
+
 @pytest.mark.writer_independent
 @pytest.mark.parametrize("force", [False, True])
 def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatch, force):
@@ -379,7 +393,8 @@ def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatc
     from airflow_provider_deltamerge.model.delta_jars import DELTA_EXTENSION
 
     calls, conf = [], SessionConf({"spark.sql.extensions": DELTA_EXTENSION})
-    spark = type("ConnectSession", (), {"conf": conf})()
+    retention = {"delta.deletedFileRetentionDuration": "interval 1 day"}
+    spark = delta_session(conf, retention, ["id", "day", "v"], ["day"])
     commits = [{"version": 7, "operation": "WRITE", "operationMetrics": {}}]
 
     def vacuum(retention_hours):
@@ -397,15 +412,6 @@ def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatc
     }
     results = {
         "isDeltaTable": True,
-        "detail": Frame(
-            [
-                {
-                    "properties": {"delta.deletedFileRetentionDuration": "interval 1 day"},
-                    "partitionColumns": ["day"],
-                }
-            ]
-        ),
-        "toDF": Frame([], columns=["id", "day", "v"]),
         "executeZOrderBy": Frame([{"path": "/lake/items", "metrics": Row(optimized)}]),
         "vacuum": vacuum,
         "history": lambda limit: Frame(list(reversed(commits))[:limit]),
@@ -422,7 +428,7 @@ def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatc
         spark=spark,
     )
     names = [call[0] for call in calls if call[0] != "history"]
-    assert names == ["isDeltaTable", "forPath", "detail", "toDF", "optimize", "executeZOrderBy", "vacuum"]
+    assert names == ["isDeltaTable", "forPath", "optimize", "executeZOrderBy", "vacuum"]
     z_order = next(call for call in calls if call[0] == "executeZOrderBy")
     assert z_order[1:-1] == ("id",)
     vacuum_call = next(call for call in calls if call[0] == "vacuum")
@@ -443,10 +449,9 @@ def test_delta_spark_refuses_z_order_by_a_partition_column(monkeypatch):
     from airflow_provider_deltamerge.model.delta_jars import DELTA_EXTENSION
 
     calls, conf = [], SessionConf({"spark.sql.extensions": DELTA_EXTENSION})
-    spark = type("ConnectSession", (), {"conf": conf})()
+    spark = delta_session(conf, {}, ["id", "day", "v"], ["day"])
     results = {
         "isDeltaTable": True,
-        "detail": Frame([{"properties": {}, "partitionColumns": ["day"]}]),
         "toDF": Frame([], columns=["id", "day", "v"]),
     }
     monkeypatch.setattr(tables, "DeltaTable", Recording(SparkDeltaTable, calls, results, conf))
