@@ -30,10 +30,10 @@ DLT_PINS = ("dlt[deltalake]==1.31.0",)  # deltalake and pyarrow pinned to this i
 SAMPLES = 25
 
 
-def spark_session(driver_memory: str, delta_jars: str | None):
+def spark_session(driver_memory: str, delta_jars: str | None, master: str = "local[2]", extra=None):
     spark = default_session(
-        "local[2]",
-        {"spark.driver.memory": driver_memory, "spark.sql.shuffle.partitions": "4"},
+        master,
+        {"spark.driver.memory": driver_memory, "spark.sql.shuffle.partitions": "4", **(extra or {})},
         delta_jars=delta_jars.split(",") if delta_jars else None,
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).parents[1]))  # tests.airflow.spark_servers, for --cluster
 
 PAIRS = {
     "merge": ("run_load delta-spark", "DeltaTable.merge"),
@@ -49,9 +50,28 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--rows", type=int, default=1_000_000, help="the target's rows, and the initial load's"
     )
     parser.add_argument("--changed", type=int, default=100_000, help="the merge's changed rows")
+    parser.add_argument("--kind", choices=("uniform", "clustered"), default="uniform", help="the change")
+    parser.add_argument(
+        "--cases", nargs="+", choices=(*PAIRS, "batches"), default=[*PAIRS, "batches"], help="what to run"
+    )
+    parser.add_argument(
+        "--batch-writers",
+        nargs="+",
+        choices=("delta-rs", "delta-spark"),
+        default=["delta-rs", "delta-spark"],
+        help="the writers each batch size runs on (delta-spark alone for the driver's heap at 10M+ rows)",
+    )
     parser.add_argument("--batches", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=2, help="warm runs after the cold one")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run each side on a standalone master and worker started on loopback (and stopped), so the "
+        "driver's JVM heap is the driver's alone; the executor gets --executor-memory",
+    )
+    parser.add_argument("--executor-memory", default="4g")
+    parser.add_argument("--master", help=argparse.SUPPRESS)  # a child's standalone master
     parser.add_argument("--out")
     parser.add_argument("--side", help=argparse.SUPPRESS)  # a child process's one side
     args = parser.parse_args(argv)
@@ -67,19 +87,35 @@ def main(argv: list[str] | None = None) -> None:
     if args.side:
         print(json.dumps(run_side(args)))
         return
-    report = {"rows": args.rows, "changed": args.changed, "pairs": {}, "batches": None}
+    report = {"rows": args.rows, "changed": args.changed, "kind": args.kind, "cluster": args.cluster}
+    report |= {"pairs": {}, "batches": None}
     for case, sides in PAIRS.items():
-        report["pairs"][case] = {side: child(args, side) for side in sides}
-    report["batches"] = child(args, "batches")
+        if case in args.cases:
+            report["pairs"][case] = {side: child(args, side) for side in sides}
+    if "batches" in args.cases:
+        report["batches"] = child(args, "batches")
     print(render(report))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))
 
 
 def child(args: argparse.Namespace, side: str) -> dict:
+    if args.cluster and not args.master:
+        from tests.airflow.spark_servers import standalone_cluster
+
+        with (
+            tempfile.TemporaryDirectory() as work,
+            standalone_cluster(
+                Path(work), worker_cores=os.cpu_count() or 2, worker_memory=args.executor_memory
+            ) as master,
+        ):
+            return child(argparse.Namespace(**{**vars(args), "master": master}), side)
     command = [sys.executable, __file__, "--side", side, "--delta-jars", args.delta_jars]
+    if args.master:
+        command += ["--master", args.master, "--executor-memory", args.executor_memory]
     command += ["--rows", str(args.rows), "--changed", str(args.changed), "--repeat", str(args.repeat)]
-    command += ["--driver-memory", args.driver_memory, "--batches", *map(str, args.batches)]
+    command += ["--kind", args.kind, "--driver-memory", args.driver_memory]
+    command += ["--batches", *map(str, args.batches), "--batch-writers", *args.batch_writers]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -87,7 +123,8 @@ def child(args: argparse.Namespace, side: str) -> dict:
 def run_side(args: argparse.Namespace) -> dict:
     from bench_sides import spark_session
 
-    spark = spark_session(args.driver_memory, args.delta_jars)
+    extra = {"spark.executor.memory": args.executor_memory} if args.master else None
+    spark = spark_session(args.driver_memory, args.delta_jars, args.master or "local[2]", extra)
     with tempfile.TemporaryDirectory() as work:
         if args.side == "batches":
             return batches(spark, Path(work), args)
@@ -95,13 +132,15 @@ def run_side(args: argparse.Namespace) -> dict:
 
 
 def timed_runs(spark, work: Path, args: argparse.Namespace) -> dict:
-    from bench_sides import spark_target
+    from bench_sides import files_touched, spark_target
     from workload import Size
 
-    size = Size(args.rows, args.changed, "uniform")
+    size = Size(args.rows, args.changed, args.kind)
     base = work / "base" / "items"
+    minimal = None
     if args.side in PAIRS["merge"]:
         spark_target(spark, size).write.format("delta").save(str(base))
+        minimal = files_touched(str(base), size)
     runs = []
     for n in range(args.repeat + 1):
         path = work / f"run{n}" / "items"
@@ -110,7 +149,7 @@ def timed_runs(spark, work: Path, args: argparse.Namespace) -> dict:
         started = time.perf_counter()
         files = one_run(spark, args.side, size, path)
         runs.append({"seconds": time.perf_counter() - started, **files})
-    return {"cold": runs[0], "warm": runs[1:]}
+    return {"cold": runs[0], "warm": runs[1:], "minimal_files": minimal}
 
 
 def one_run(spark, side: str, size, path: Path) -> dict:
@@ -159,7 +198,7 @@ def batches(spark, work: Path, args: argparse.Namespace) -> dict:
         base = work / f"base{rows}" / "items"
         spark_target(spark, size).write.format("delta").save(str(base))
         entry = {"rows": rows, "spark_estimate_bytes": estimated_bytes(spark_changes(spark, size))}
-        for writer in ("delta-rs", "delta-spark"):
+        for writer in args.batch_writers:
             seconds = []
             for n in range(args.repeat + 1):
                 path = work / f"{writer}-{rows}-{n}" / "items"
@@ -215,9 +254,12 @@ def median(values: list[float]) -> float:
 
 
 def render(report: dict) -> str:
-    lines = [f"target {report['rows']:,} rows, merge of {report['changed']:,} changed rows (uniform)", ""]
+    kind = report.get("kind", "uniform")
+    lines = [f"target {report['rows']:,} rows, merge of {report['changed']:,} changed rows ({kind})", ""]
     lines.append(f"{'case':<10} {'run_load':>22} {'Delta API':>22} {'ratio cold':>11} {'ratio warm':>11}")
     for case, (ours, theirs) in PAIRS.items():
+        if case not in report["pairs"]:
+            continue
         a, b = report["pairs"][case][ours], report["pairs"][case][theirs]
         cold = a["cold"]["seconds"] / b["cold"]["seconds"]
         warm_a, warm_b = median([r["seconds"] for r in a["warm"]]), median([r["seconds"] for r in b["warm"]])
@@ -228,24 +270,25 @@ def render(report: dict) -> str:
         if case == "merge":
             lines.append(
                 f"{'':<10} files removed: run_load {a['cold'].get('files_removed')}, "
-                f"Delta API {b['cold'].get('files_removed')}"
+                f"Delta API {b['cold'].get('files_removed')}, minimal {a.get('minimal_files')}"
             )
     lines += ["", "(seconds: cold / median warm; ratio: run_load / Delta's own API)", ""]
     heads = ("batch rows", "Spark est. MiB", "delta-rs s", "delta-spark s", "py growth MiB", "JVM heap MiB")
     lines.append(" ".join(f"{h:>14}" for h in heads))
-    for b in report["batches"]["batches"]:
-        rs, ds = b["delta-rs"], b["delta-spark"]
+    for b in (report["batches"] or {}).get("batches", []):
+        rs, ds = b.get("delta-rs"), b.get("delta-spark")
         est = b["spark_estimate_bytes"]
         cells = (
             f"{b['rows']:,}",
             "?" if est is None else f"{est / 2**20:.1f}",
-            f"{median(rs['seconds']):.2f}",
-            f"{median(ds['seconds']):.2f}",
-            f"{ds['python_growth'] / 2**20:.0f}",
-            f"{ds['jvm_heap_peak'] / 2**20:.0f}",
+            f"{median(rs['seconds']):.2f}" if rs else "-",
+            f"{median(ds['seconds']):.2f}" if ds else "-",
+            f"{ds['python_growth'] / 2**20:.0f}" if ds else "-",
+            f"{ds['jvm_heap_peak'] / 2**20:.0f}" if ds else "-",
         )
         lines.append(" ".join(f"{c:>14}" for c in cells))
-    lines.append("(growth and heap: during the delta-spark load; delta-rs's own are in bench.py's P4)")
+    where = "the driver's own JVM" if report.get("cluster") else "local mode's JVM, executors' work too"
+    lines.append(f"(growth and heap: during the delta-spark load; heap: {where}; delta-rs's: bench.py's P4)")
     return "\n".join(lines)
 
 

@@ -3,7 +3,8 @@
 # files or folders, comma- or colon-separated; nothing is downloaded): the delta-spark variant of every
 # test in tests/spark, then tests/airflow (in-process loads, spark-submit to local Spark and to a
 # standalone cluster with the jars on its class path, a Spark Connect server started with them, dag.test()
-# of every example DAG), tests/e2e (a real scheduler's tasks) and tests/cli, where every new session and
+# of every example DAG), tests/e2e (a real scheduler's tasks), tests/cli and tests/catalog (tables in a Hive
+# metastore, each scenario in a process of its own), where every new session and
 # job takes the jars DELTA_SPARK_JARS names and backend="auto" picks the delta-spark writer
 # (DELTAMERGE_AUTO_DELTA_RS_MAX_MB=0: the tests' batches are small, which "auto" would give delta-rs).
 # The default test command (scripts/test.sh) is unchanged: without jars these tests run on delta-rs.
@@ -37,5 +38,5 @@ print("delta-spark half on: " + ", ".join(names))
 EOF
 status=0
 .venv/bin/python -m pytest tests/spark -k delta-spark "$@" || status=$?
-.venv/bin/python -m pytest tests/airflow tests/e2e tests/cli "$@" || status=$?
+.venv/bin/python -m pytest tests/airflow tests/e2e tests/cli tests/catalog "$@" || status=$?
 exit $status

@@ -103,7 +103,7 @@ def _spark_class(env: dict[str, str]) -> str:
 
 
 @contextlib.contextmanager
-def standalone_cluster(work_dir: Path, worker_cores: int = 2) -> Iterator[str]:
+def standalone_cluster(work_dir: Path, worker_cores: int = 2, worker_memory: str = "1g") -> Iterator[str]:
     """A standalone master and one worker on 127.0.0.1; yields the master URL."""
     work_dir.mkdir(parents=True, exist_ok=True)
     env = spark_env(SPARK_NO_DAEMONIZE="1")
@@ -129,7 +129,7 @@ def standalone_cluster(work_dir: Path, worker_cores: int = 2) -> Iterator[str]:
         "--cores",
         str(worker_cores),
         "--memory",
-        "1g",
+        worker_memory,
         "--work-dir",
         str(work_dir / "work"),
         master_url,
