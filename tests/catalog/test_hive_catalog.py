@@ -120,7 +120,10 @@ def test_the_cli_maintenance_and_a_recreated_table_by_catalog_name(tmp_path):
     assert [row["table"] for row in seen["cli"]] == ["orders", "orders"]
     assert seen["maintained"]["catalog_table"] == "sales.orders"
     assert seen["maintained"]["table_location"].endswith("/warehouse/sales.db/orders")
-    assert seen["recreated"] is None  # a recreated table is said in the task log, and loaded
+    assert seen["recreated"]["type"] == "TableRecreatedError"  # dropped and recreated under its name
+    assert "its version 1 is not the commit of load" in seen["recreated"]["message"]
+    assert seen["version_after_refusal"] == 1  # nothing written
+    assert seen["started_again"] == 1 and [r["id"] for r in seen["rows_after"]] == [1, 7, 8]
     assert {"_dlt_pipeline_state", "_dlt_tombstones_customers"} <= set(seen["cdc_tables"])
     assert seen["tombstones"] == 1  # the CDC companion, readable with SQL
 
