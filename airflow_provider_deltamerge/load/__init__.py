@@ -148,7 +148,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
     earlier = reruns.earlier_loads_of_run(request.run, recorded)
     table = writer.snapshot(spark, request.table_path)
-    table_identity.check_same_table(stored, request, table, writer)
+    table_identity.check_same_table(stored, request, table, writer, commits)
     child_tables = nested_tables.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)
     opened = _open_window(request, table, _cursor_state(request, stored, commits), data)

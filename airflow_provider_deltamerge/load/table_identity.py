@@ -55,13 +55,17 @@ def _who(commit) -> str:
     return f"a commit of load {commit.load_id}" if commit.load_id else f"a {commit.operation} no load made"
 
 
-def check_same_table(stored: store.StoreSnapshot, request: LoadRequest, table, writer) -> None:
+def check_same_table(stored: store.StoreSnapshot, request: LoadRequest, table, writer, commits) -> None:
     """Refuse a load that would take the cursor state of a table that is not there any more; say it in
-    the task log for any other load into a table that is not the one its loads were recorded for."""
+    the task log for any other load into a table that is not the one its loads were recorded for.
+    `commits`: the pipeline's commits the load has read already (`recovery.recent_commits`), which
+    hold the recorded load's commit unless the table is another, so that the table's history is read
+    again only then."""
     row = newest_recorded_load(stored, request)
     if row is None:
         return
-    why = another_table(row, table, lambda limit: writer.history(request.table_path, limit))
+    read = [c for c in commits if c.version == row["table_version"]]
+    why = another_table(row, table, lambda limit: read or writer.history(request.table_path, limit))
     if why is None:
         return
     if _uses_stored_cursor(stored, request):
