@@ -319,6 +319,24 @@ class LoadNotRecordedError(StoreError):
         )
 
 
+class TableRecreatedError(StoreError):
+    """The table is not the one its recorded loads wrote (dropped and recreated, or deleted), and the
+    load would go on from the cursor state they stored. Raised before anything is written."""
+
+    def __init__(self, path: str, table: str, pipeline: str, reason: str):
+        self.table, self.pipeline, self.reason = table, pipeline, reason
+        super().__init__(
+            path,
+            f"table {table!r} is not the table the recorded loads of pipeline {pipeline!r} wrote ({reason}): "
+            "it was dropped and recreated, or deleted. Its cursor state belongs to the old table, so this "
+            "incremental load was refused and nothing was written. To load the new table from "
+            "initial_value, delete the old table's records: DELETE FROM _dlt_pipeline_state WHERE "
+            f"pipeline_name = '{pipeline}' AND table_name = '{table}', and DELETE FROM _dlt_loads WHERE "
+            f"schema_name = '{pipeline}' AND table_name = '{table}' (both beside the table); or load it "
+            "under another pipeline_name.",
+        )
+
+
 class CatalogError(DeltaMergeError):
     """A table named through a catalog (`schema.table`, `catalog.schema.table`) cannot be loaded as
     named: the name is malformed, the catalog holds something that is not a Delta table under it, its

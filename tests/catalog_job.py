@@ -153,15 +153,18 @@ def scenario_edges(spark, root: str, writer: str) -> dict:
 
     shutil.rmtree(f"{root}/warehouse/sales.db/orders")
     spark.sql("CREATE TABLE sales.orders (id BIGINT, n BIGINT) USING delta")
-    recreated = error_of(
-        lambda: load(
-            spark,
-            writer,
-            [{"id": 3, "n": 3}],
-            table_name="sales.orders",
-            incremental={"cursor_path": "n", "initial_value": 0},
-        )
-    )
+    spark.sql("INSERT INTO sales.orders VALUES (7, 7), (8, 8)")  # versions 0 and 1, as the old table's
+
+    def incremental_load():
+        cursor = {"cursor_path": "n", "initial_value": 0}
+        return load(spark, writer, [{"id": 1, "n": 1}], table_name="sales.orders", incremental=cursor)
+
+    recreated = error_of(incremental_load)
+    version_after_refusal = spark.sql("DESCRIBE HISTORY sales.orders").count() - 1
+    ours = "table_name = 'orders'"  # the way on the refusal names
+    spark.sql(f"DELETE FROM sales._dlt_pipeline_state WHERE pipeline_name = 'deltamerge' AND {ours}")
+    spark.sql(f"DELETE FROM sales._dlt_loads WHERE schema_name = 'deltamerge' AND {ours}")
+    started_again = incremental_load()["rows_staged"]  # from initial_value, as the refusal says
     events = [{"id": 1, "seq": 1, "op": "u"}, {"id": 2, "seq": 2, "op": "d"}]
     load(
         spark,
@@ -180,6 +183,9 @@ def scenario_edges(spark, root: str, writer: str) -> dict:
         "cli": json.loads(printed.getvalue()),
         "maintained": maintained,
         "recreated": recreated,
+        "version_after_refusal": version_after_refusal,
+        "started_again": started_again,
+        "rows_after": rows(spark, "sales.orders"),
     }
 
 

@@ -46,7 +46,7 @@ from ..spark.stage import shape_source
 from ..spark.storage import set_hadoop_settings
 from ..spark.window_steps import filter_to_window, open_load_window, record_empty_window, replace_where_for
 from . import (
-    catalog_target,
+    catalog_load,
     child_expectations,
     earlier_loads,
     expectations,
@@ -116,17 +116,13 @@ def run_request(request: LoadRequest, spark) -> LoadInfo:
 
 def execute(spark, request: LoadRequest, data) -> LoadInfo:
     """The load; a table named through a catalog placed at its folder first, and its tables registered
-    in the catalog before (a registration an earlier load did not finish) and after
-    (load/catalog_target.py)."""
+    in the catalog (load/catalog_load.py)."""
     check_data(data)
     if not request.target.in_catalog:
         return _execute(spark, request, data)
     writer = select_writer(request.backend, spark, None)
-    placed = catalog_target.place(spark, request, writer.name)
-    catalog_target.register_tables(placed)
-    info = _execute(spark, placed.request, data)
-    catalog_target.register_tables(placed)
-    return catalog_target.reported(info, placed)
+    run = lambda placed: _execute(spark, placed, data)  # noqa: E731
+    return catalog_load.load_by_name(spark, request, writer.name, run, checkpoint)
 
 
 def _execute(spark, request: LoadRequest, data) -> LoadInfo:
@@ -152,7 +148,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
     earlier = reruns.earlier_loads_of_run(request.run, recorded)
     table = writer.snapshot(spark, request.table_path)
-    table_identity.check_same_table(stored, request, table)
+    table_identity.check_same_table(stored, request, table, writer, commits)
     child_tables = nested_tables.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)
     opened = _open_window(request, table, _cursor_state(request, stored, commits), data)

@@ -120,18 +120,27 @@ def test_the_cli_maintenance_and_a_recreated_table_by_catalog_name(tmp_path):
     assert [row["table"] for row in seen["cli"]] == ["orders", "orders"]
     assert seen["maintained"]["catalog_table"] == "sales.orders"
     assert seen["maintained"]["table_location"].endswith("/warehouse/sales.db/orders")
-    assert seen["recreated"] is None  # a recreated table is said in the task log, and loaded
+    assert seen["recreated"]["type"] == "TableRecreatedError"  # dropped and recreated under its name
+    assert "its version 1 is not the commit of load" in seen["recreated"]["message"]
+    assert seen["version_after_refusal"] == 1  # nothing written
+    assert seen["started_again"] == 1 and [r["id"] for r in seen["rows_after"]] == [1, 7, 8]
     assert {"_dlt_pipeline_state", "_dlt_tombstones_customers"} <= set(seen["cdc_tables"])
     assert seen["tombstones"] == 1  # the CDC companion, readable with SQL
 
 
 @needs_jars
 @pytest.mark.parametrize("writer", WRITERS)
-def test_a_catalog_load_killed_after_its_commit_and_retried_lands_once(tmp_path, writer):
-    killed = job("killed", tmp_path, writer, **{FAIL_AT: "after_commit", FAIL_MODE: "kill"})
+@pytest.mark.parametrize("step", ["after_commit", "after_record"])
+def test_a_catalog_load_killed_before_its_registration_and_retried_lands_once(tmp_path, writer, step):
+    """Killed after its commit (unrecorded), or after its record (recorded): either way before the
+    table's registration. The retry commits nothing more, registers the tables, and the load is recorded
+    once, by the try that committed it, as a retry after a kill on a path does
+    (tests/spark/test_exactly_once.py)."""
+    killed = job("killed", tmp_path, writer, **{FAIL_AT: step, FAIL_MODE: "kill"})
     assert killed.returncode == 137, (killed.stdout[-2000:], killed.stderr[-4000:])
     seen = run_job("retried", tmp_path, writer)
-    assert seen["left"] == {"tables": [], "loads": 0, "version": 0}  # committed, unregistered, unrecorded
+    recorded = 1 if step == "after_record" else 0
+    assert seen["left"] == {"tables": [], "loads": recorded, "version": 0}  # committed, unregistered
     assert seen["load_id"] == seen["committed_by"]  # the retry is the killed load, not another
     assert seen["version"] == 0, seen  # nothing applied again
     assert seen["tables"] == ["_dlt_loads", "orders"]  # both registered, by the retry
