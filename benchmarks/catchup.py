@@ -114,9 +114,12 @@ def run(args: argparse.Namespace, work: Path) -> dict:
         print(f"{side}: running", flush=True)
         result = run_dlt(args, work) if side == "dlt" else child(args, side, work)
         result["problems"] = checked(side, result, want)
-        verdict = "OK" if not result["problems"] else result["problems"]
-        print(f"{side}: {sum(result['seconds']):.1f} s, {verdict}")
         report["sides"][side] = result
+        summed = summary(result["seconds"], result["run_order"][0])
+        shown = ", ".join(f"{name} {value:.2f}" for name, value in summed.items())
+        print(f"{side}: {shown} s; {'OK' if not result['problems'] else result['problems']}", flush=True)
+        if args.out:  # what is done so far, should a later side not finish
+            Path(args.out).write_text(json.dumps(report, indent=2))
     return report
 
 
@@ -292,7 +295,7 @@ def render(report: dict) -> str:
     dlt = report["sides"].get("dlt")
     base = summary(dlt["seconds"]) if dlt else None
     for side, result in report["sides"].items():
-        s = summary(result["seconds"], result.get("run_order", [0])[0])
+        s = summary(result["seconds"], result["run_order"][0])
         result["summary"] = s
         ratio = f"{s['total'] / base['total']:.2f}" if base else "-"
         ratio_median = f"{s['median'] / base['median']:.2f}" if base else "-"

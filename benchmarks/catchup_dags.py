@@ -36,7 +36,9 @@ ARGUMENTS = {
     "incremental": {"cursor_path": "ts"},
     "pipeline_name": "catchup",
     "backend": os.environ.get("CATCHUP_WRITER", "delta-rs"),
-    "delta_jars": os.environ.get("CATCHUP_DELTA_JARS") or None,
+    "delta_jars": os.environ.get("CATCHUP_DELTA_JARS", "").split(",")
+    if os.environ.get("CATCHUP_DELTA_JARS")
+    else None,
     "spark_conf": {"spark.driver.memory": os.environ.get("CATCHUP_DRIVER_MEMORY", "4g")},
     "emit_asset": False,
 }
