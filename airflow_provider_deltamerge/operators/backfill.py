@@ -1,7 +1,9 @@
 """DeltaBackfillOperator: a stateless backfill of [start, end) in chunks, one load per chunk.
 
 For chunks as separate (mapped) tasks, each retried on its own, map DeltaMergeOperator over the
-windows instead::
+windows instead. Airflow runs mapped task instances in no fixed order, even one at a time, so a merge
+whose windows may change the same keys needs `sequence_by=<the cursor column>` (the newest row wins
+whichever window lands last); DeltaBackfillOperator loads its chunks in order::
 
     @task
     def windows(dag_run=None):
