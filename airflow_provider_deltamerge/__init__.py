@@ -34,6 +34,7 @@ from .errors import (
     SequenceError,
     SourceError,
     StoreError,
+    TableRecreatedError,
     TruncationWarning,
 )
 
@@ -89,6 +90,7 @@ __all__ = [
     "SequenceError",
     "SourceError",
     "StoreError",
+    "TableRecreatedError",
     "TruncationWarning",
     "__version__",
     "backfill_windows",

@@ -38,6 +38,9 @@ EXAMPLES = {
     errors.LoadNotRecordedError: lambda: errors.LoadNotRecordedError(
         "/lake/_dlt_loads", "1717171717.123456", "/lake/events", 4, "permission denied"
     ),
+    errors.TableRecreatedError: lambda: errors.TableRecreatedError(
+        "/lake/events", "events", "shop", "there is no table there now"
+    ),
     errors.BatchTooLargeError: lambda: errors.BatchTooLargeError("/lake/events", 3 * 2**30, 2**30, "1g"),
     errors.CatalogError: lambda: errors.CatalogError("sales.orders", "AWS Glue holds a view under this name"),
     errors.JobFailedError: lambda: errors.JobFailedError("spark job failed", "Traceback ...\nValueError"),

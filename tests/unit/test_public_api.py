@@ -38,6 +38,7 @@ PUBLIC_NAMES = [
     "SequenceError",
     "SourceError",
     "StoreError",
+    "TableRecreatedError",
     "TruncationWarning",
     "__version__",
     "backfill_windows",
