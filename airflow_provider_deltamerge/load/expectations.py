@@ -32,6 +32,7 @@ from ..model.naming import table_path
 from ..model.request import LoadRequest
 from ..model.run import app_id
 from ..model.secrets import credential_values, redact_text, redacted
+from ..plan.merge import MergePlan, Operation
 from ..spark import expectations as spark_checks
 from .tombstones import completed_loads
 
@@ -76,6 +77,20 @@ def outcome(checks, rows_staged_from: int, request: LoadRequest, table: str | No
     )
     quarantines = any(e.action == "quarantine" for e in checks.expectations)
     return Outcome(metrics, checks.quarantined() if quarantines else None)
+
+
+def record_set_aside(plan: MergePlan, result: Outcome | None) -> MergePlan:
+    """A load whose expectations set aside every row is still a load: where its plan commits nothing,
+    an empty commit carries its load id and counts, so it is recorded (`_dlt_loads`, the CLI), its
+    quarantined rows belong to a completed load, and a retry or a replay replaces them as any load's."""
+    if plan.operation is not Operation.NOTHING or result is None or not set_aside(result.metrics):
+        return plan
+    return MergePlan(Operation.WRITE, reason="every row set aside: an empty commit records the load")
+
+
+def set_aside(metrics: dict[str, Any]) -> int:
+    """The rows a load's expectations left out of it (dropped or quarantined)."""
+    return metrics.get("rows_dropped", 0) + metrics.get("rows_quarantined", 0)
 
 
 def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, stored, table=None) -> None:
