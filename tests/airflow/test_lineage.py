@@ -376,3 +376,26 @@ def test_expectations_become_the_output_tables_data_quality_assertions(tmp_path,
     assert [(a.assertion, a.success) for a in assertions] == [("positive_amount", False), ("has_id", True)]
     [plain] = completed(operator, {"load_id": "1700000000.0", "table_version": 0}).outputs
     assert "dataQualityAssertions" not in plain.facets
+
+
+def test_a_child_tables_expectations_become_assertions_under_its_name(tmp_path, enabled):
+    table = str(tmp_path / "lake" / "orders")
+    write_deltalake(table, ORDERS)
+    operator = LineageMergeOperator(
+        task_id="load", source="shop.orders", dataset=str(tmp_path / "lake"), table_name="orders"
+    )
+    child = {
+        "expectations": {
+            "positive_qty": {"action": "drop", "passed": 3, "failed": 1},
+            "has_sku": {"action": "warn", "passed": 4, "failed": 0},
+        },
+        "rows_dropped": 1,
+        "rows_quarantined": 0,
+    }
+    returned = {"load_id": "1700000000.0", "table_version": 0, "child_expectations": {"orders__items": child}}
+    [output] = completed(operator, returned).outputs
+    assertions = output.facets["dataQualityAssertions"].assertions
+    assert [(a.assertion, a.success) for a in assertions] == [
+        ("orders__items.positive_qty", False),
+        ("orders__items.has_sku", True),
+    ]

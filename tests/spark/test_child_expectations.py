@@ -13,6 +13,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import ConfigError, ExpectationError, run_load
+from tests.cli.test_cli import deltamerge
 from tests.helpers import table_version
 
 CHILD = "orders__items"
@@ -79,6 +80,9 @@ def test_child_rows_are_checked_by_their_own_expectations_and_their_parents_stay
     recorded = DeltaTable(f"{dataset}/_dlt_loads").to_pyarrow_table().to_pylist()
     assert [json.loads(r["metrics"])["child_expectations"] for r in recorded] == [expected]
     assert "expectations" not in info.metrics  # the root table has none of its own
+    shown = deltamerge("loads", dataset)  # the command, as a user runs it
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "orders__items: 1 dropped, 2 quarantined" in shown.stdout
 
 
 def test_a_retried_load_replaces_its_quarantined_child_rows(spark, dataset):
