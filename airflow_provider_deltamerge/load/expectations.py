@@ -35,8 +35,8 @@ from ..model.secrets import credential_values, redact_text, redacted
 from ..plan.merge import MergePlan, Operation
 from ..spark import expectations as spark_checks
 from ..spark.codegen import small_batch_codegen
-from ..spark.observed_rows import ROWS_ESTIMATE_BYTES
 from ..spark.profile import estimated_bytes
+from .staged_arrow import COLLECT_ESTIMATE_BYTES
 from .tombstones import completed_loads
 
 EXAMPLES = 3  # failing rows an ExpectationError shows
@@ -131,10 +131,10 @@ def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, store
 def _rows(quarantined, load_id: str, stream: str, task: str, start, end) -> pa.Table:
     """The quarantined rows as Arrow, with the quarantine table's own columns."""
     renamed = quarantined.withColumnRenamed(spark_checks.FAILED, model.QUARANTINE_FAILED)
-    estimate = estimated_bytes(renamed)  # the rows from staging's pass: exact, and few
-    if estimate is None or estimate > ROWS_ESTIMATE_BYTES:
+    estimate = estimated_bytes(renamed)
+    if estimate is None or estimate > COLLECT_ESTIMATE_BYTES:
         rows = spark_to_arrow(renamed)
-    else:  # a small job compiles nothing (a fresh JVM compiles slowly)
+    else:  # a small batch's job compiles less, as staging's collection (a fresh JVM compiles slowly)
         with small_batch_codegen(renamed.sparkSession, "the quarantined rows' collection", estimate):
             rows = spark_to_arrow(renamed)
     count = rows.num_rows

@@ -5,8 +5,7 @@ on staging's own pass over the batch (spark/profile.py), so checking adds no pas
 The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
 (a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
 PySpark 3.5 observes nothing, they are one job over the flagged batch instead. The rows to quarantine
-ride on the same pass where spark/observed_rows.py can take them from it (a batch Spark sizes as small),
-else they are a job of their own over the flagged batch (none where the counts found none).
+are a job of their own over the flagged batch, none where the counts found none.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pyspark.sql import types as T
 from ..model.expectations import ACTIONS, Expectation
 from ..model.naming import backticked
 from ..model.row_condition import check_row_condition
-from . import observed_rows, profile
+from . import profile
 from .cdc import check_condition
 from .frames import INPUT_ORDER
 
@@ -39,7 +38,6 @@ class Counts:
     dropped: int
     quarantined: int
     failing: int  # rows failing a `fail` expectation: the load then fails
-    in_pass: bool = False  # whether staging's pass observed every row (its observed rows are whole)
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,6 @@ class Checks:
     flagged: DataFrame
     kept: DataFrame
     observed: Callable[[], profile.Profile] | None
-    observed_quarantined: Callable[[], DataFrame] | None = None  # the rows to quarantine, from the pass
 
     def counts(self, rows_reaching_staging: int) -> Counts:
         """The counts; those staging's pass observed where it saw every kept row (`rows_reaching_staging`
@@ -62,7 +59,6 @@ class Checks:
             set_aside = found.get(_DROPPED) + found.get(_QUARANTINED) + found.get(_FAILING)
             if found.rows - set_aside != rows_reaching_staging:  # it saw part of the rows: ask again
                 found = None
-        in_pass = found is not None
         if found is None:
             found = profile.aggregated(self.flagged, _aggregates(self.expectations))
         failed = {e.name: int(found.get(f"dq:{i}")) for i, e in enumerate(self.expectations)}
@@ -72,7 +68,6 @@ class Checks:
             int(found.get(_DROPPED)),
             int(found.get(_QUARANTINED)),
             int(found.get(_FAILING)),
-            in_pass,
         )
 
     def rows_failing(self, action: str, limit: int) -> list[dict]:
@@ -82,14 +77,11 @@ class Checks:
         return [r.asDict(recursive=True) for r in named.collect()]
 
     def quarantined(self, counts: Counts | None = None) -> DataFrame:
-        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one;
-        those staging's pass observed where it saw every row (`counts.in_pass`), else a job of their own
-        (none where `counts` found none)."""
-        if counts is not None and counts.in_pass and self.observed_quarantined is not None:
-            return self.observed_quarantined()
+        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one
+        (a job of their own when read; none, reading nothing, where `counts` found none)."""
         rows = self.flagged.filter(_strictest(self.expectations, "quarantine"))
         named = rows.select(*_named_columns(self.flagged, self.expectations))
-        return named.limit(0) if counts is not None and not counts.quarantined else named  # none: no scan
+        return named.limit(0) if counts is not None and not counts.quarantined else named
 
 
 def _named_columns(flagged: DataFrame, expectations: tuple[Expectation, ...]) -> list[Column]:
@@ -107,17 +99,13 @@ def check(df: DataFrame, expectations: tuple[Expectation, ...], argument: str = 
     flagged = df.withColumns(
         {_FLAG.format(i): ~F.coalesce(F.expr(e.condition), F.lit(False)) for i, e in enumerate(expectations)}
     )
-    observed = quarantined = None
+    observed = None
     source = flagged
     if profile.observes_in_pass(flagged):
         source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
-        if any(e.action == "quarantine" for e in expectations):
-            to_quarantine = _strictest(expectations, "quarantine")
-            named = _named_columns(flagged, expectations)
-            source, quarantined = observed_rows.with_observed_rows(source, to_quarantine, named)
     aside = [e for e in expectations if e.action != "warn"]
     kept = source.filter(~_fails_any(expectations, aside)) if aside else source
-    return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed, quarantined)
+    return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
 
 
 def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...], argument: str) -> None:
