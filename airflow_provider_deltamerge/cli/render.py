@@ -77,10 +77,16 @@ def render_loads(console: Console, records: list[dict[str, Any]]) -> None:
 
 
 def _set_aside(metrics: dict[str, Any]) -> str:
-    """The rows a load's expectations dropped and quarantined (expectations=), blank without any."""
-    if "expectations" not in metrics:
-        return ""
-    return f"{metrics.get('rows_dropped', 0)} dropped, {metrics.get('rows_quarantined', 0)} quarantined"
+    """The rows a load's expectations dropped and quarantined (expectations=): the table's, then each
+    child table's by its name (`child_expectations`); blank without any."""
+    shown = [_dropped_and_quarantined(metrics)] if "expectations" in metrics else []
+    for child, counts in (metrics.get("child_expectations") or {}).items():
+        shown.append(f"{child}: {_dropped_and_quarantined(counts)}")
+    return "; ".join(shown)
+
+
+def _dropped_and_quarantined(counts: dict[str, Any]) -> str:
+    return f"{counts.get('rows_dropped', 0)} dropped, {counts.get('rows_quarantined', 0)} quarantined"
 
 
 def render_state(console: Console, entries: list[dict[str, Any]]) -> None:

@@ -274,7 +274,8 @@ def _plan_and_commit(spark, writer, table, load: StagedLoad) -> LoadInfo:
     staged, plan = planning.plan_commit(
         spark, staged, request, table, load_id, _replace_where(writer, load), truncate
     )
-    plan = bounded(record_empty_window(plan, load.window), staged.key_ranges)
+    plan = expectations.record_set_aside(record_empty_window(plan, load.window), load.expected)
+    plan = bounded(plan, staged.key_ranges)
     base_metrics = {
         "table": request.table,
         "rows_extracted": staged.rows_extracted,
@@ -288,10 +289,7 @@ def _plan_and_commit(spark, writer, table, load: StagedLoad) -> LoadInfo:
         **child_expectations.metrics(load.nested),
     }
     load.steps.step("plan", "%s", describe_plan(plan))
-    if load.expected is not None:  # the quarantined rows: committed before the table's commit
-        expectations.commit_quarantine(writer, request, load.expected, load, load.stored)
-    if child_expectations.commit_quarantines(writer, request, load) or load.expected is not None:
-        checkpoint("after_quarantine")  # the child tables' own too
+    child_expectations.commit_all_quarantines(writer, request, load, checkpoint)  # before the table's
     if plan.operation is Operation.NOTHING:
         version = table.version if table is not None else None
         metrics = {**base_metrics, "load_id": None, "table_version": version}

@@ -6,7 +6,7 @@ builds from its staged root rows, before any table's commit.
 - `apply`, once the child rows are built: each child table's rows flagged and counted (a job per table),
   ExpectationError where a row fails a `fail` expectation, the rows a `drop` or `quarantine` expectation
   sets aside left out with their own child rows (at every depth), their parents kept;
-- `commit_quarantines`, beside the root table's: each child table's quarantined rows in one commit of
+- `commit_all_quarantines`, the root table's own first: each child table's quarantined rows in one commit of
   `_dlt_quarantine_<child table>`, before the child tables' commits, replacing as the root's do.
 
 A child row set aside is, to its table, an element its list no longer has: an upsert removes the stored
@@ -92,10 +92,14 @@ def log_counts(steps, nested) -> None:
         steps.step("expect", "%s: %s", name, describe_expectations(outcome.metrics))
 
 
-def commit_quarantines(writer, request: LoadRequest, load) -> bool:
-    """Each child table's quarantined rows, in a commit of its quarantine table (see the module); whether
-    any child table has expectations."""
+def commit_all_quarantines(writer, request: LoadRequest, load, checkpoint) -> None:
+    """The load's quarantined rows, of its table and then of each child table, each in a commit of its
+    quarantine table (see the module), before the table's commit; then `checkpoint("after_quarantine")`
+    where the load has expectations."""
+    if load.expected is not None:
+        load_expectations.commit_quarantine(writer, request, load.expected, load, load.stored)
     outcomes = getattr(load.nested, "expected", None) or {}
     for name, outcome in outcomes.items():
         load_expectations.commit_quarantine(writer, request, outcome, load, load.stored, name)
-    return bool(outcomes)
+    if outcomes or load.expected is not None:
+        checkpoint("after_quarantine")

@@ -32,7 +32,11 @@ from ..model.naming import table_path
 from ..model.request import LoadRequest
 from ..model.run import app_id
 from ..model.secrets import credential_values, redact_text, redacted
+from ..plan.merge import MergePlan, Operation
 from ..spark import expectations as spark_checks
+from ..spark.codegen import small_batch_codegen
+from ..spark.profile import estimated_bytes
+from .staged_arrow import COLLECT_ESTIMATE_BYTES
 from .tombstones import completed_loads
 
 EXAMPLES = 3  # failing rows an ExpectationError shows
@@ -75,7 +79,21 @@ def outcome(checks, rows_staged_from: int, request: LoadRequest, table: str | No
         checks.expectations, counts.rows, counts.failed, counts.dropped, counts.quarantined
     )
     quarantines = any(e.action == "quarantine" for e in checks.expectations)
-    return Outcome(metrics, checks.quarantined() if quarantines else None)
+    return Outcome(metrics, checks.quarantined(counts) if quarantines else None)
+
+
+def record_set_aside(plan: MergePlan, result: Outcome | None) -> MergePlan:
+    """A load whose expectations set aside every row is still a load: where its plan commits nothing,
+    an empty commit carries its load id and counts, so it is recorded (`_dlt_loads`, the CLI), its
+    quarantined rows belong to a completed load, and a retry or a replay replaces them as any load's."""
+    if plan.operation is not Operation.NOTHING or result is None or not set_aside(result.metrics):
+        return plan
+    return MergePlan(Operation.WRITE, reason="every row set aside: an empty commit records the load")
+
+
+def set_aside(metrics: dict[str, Any]) -> int:
+    """The rows a load's expectations left out of it (dropped or quarantined)."""
+    return metrics.get("rows_dropped", 0) + metrics.get("rows_quarantined", 0)
 
 
 def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, stored, table=None) -> None:
@@ -112,7 +130,13 @@ def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, store
 
 def _rows(quarantined, load_id: str, stream: str, task: str, start, end) -> pa.Table:
     """The quarantined rows as Arrow, with the quarantine table's own columns."""
-    rows = spark_to_arrow(quarantined.withColumnRenamed(spark_checks.FAILED, model.QUARANTINE_FAILED))
+    renamed = quarantined.withColumnRenamed(spark_checks.FAILED, model.QUARANTINE_FAILED)
+    estimate = estimated_bytes(renamed)
+    if estimate is None or estimate > COLLECT_ESTIMATE_BYTES:
+        rows = spark_to_arrow(renamed)
+    else:  # a small batch's job compiles less, as staging's collection (a fresh JVM compiles slowly)
+        with small_batch_codegen(renamed.sparkSession, "the quarantined rows' collection", estimate):
+            rows = spark_to_arrow(renamed)
     count = rows.num_rows
     now = datetime.now(timezone.utc)
     own = {

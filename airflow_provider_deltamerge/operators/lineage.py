@@ -13,7 +13,8 @@ so without that provider they cost nothing. What they report:
   the bytes its commits added) and ``columnLineage``: a load copies every column of the table that is
   not one it makes itself (dlt's ``_dlt_*``, scd2's validity columns) from the source column of the same
   stored name, or for a query from the column the SQL parser maps to it; with ``expectations=``, also
-  ``dataQualityAssertions``: each expectation, successful where no row failed it.
+  ``dataQualityAssertions``: each expectation, successful where no row failed it (a child table's as
+  ``<child table>.<name>``).
 
 The provider calls the completion method in a process it forks from the task's, where delta-rs cannot
 run (its runtime does not survive a fork). So what the task returned, and the table's facts, are
@@ -344,13 +345,18 @@ class DeltaLineageMixin:
 
 def _quality_assertions(metrics: list[dict[str, Any]]) -> Any:
     """The loads' expectations (`expectations=`) as OpenLineage's data quality assertions: each one
-    successful where no row of any load failed it; None without expectations."""
+    successful where no row of any load failed it, a child table's named `<child table>.<name>`; None
+    without expectations."""
     from openlineage.client.facet_v2 import data_quality_assertions_dataset as quality
 
     failed: dict[str, int] = {}
     for load in metrics:
-        for name, counts in (load.get("expectations") or {}).items():
-            failed[name] = failed.get(name, 0) + counts["failed"]
+        checked = [("", load.get("expectations"))]
+        children = (load.get("child_expectations") or {}).items()
+        checked += [(f"{child}.", counts.get("expectations")) for child, counts in children]
+        for prefix, expectations in checked:
+            for name, counts in (expectations or {}).items():
+                failed[prefix + name] = failed.get(prefix + name, 0) + counts["failed"]
     if not failed:
         return None
     assertions = [quality.Assertion(assertion=name, success=rows == 0) for name, rows in failed.items()]

@@ -4,7 +4,8 @@ on staging's own pass over the batch (spark/profile.py), so checking adds no pas
 
 The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
 (a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
-PySpark 3.5 observes nothing, they are one job over the flagged batch instead.
+PySpark 3.5 observes nothing, they are one job over the flagged batch instead. The rows to quarantine
+are a job of their own over the flagged batch, none where the counts found none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..model.expectations import ACTIONS, Expectation
+from ..model.naming import backticked
 from ..model.row_condition import check_row_condition
 from . import profile
 from .cdc import check_condition
@@ -71,17 +73,23 @@ class Checks:
     def rows_failing(self, action: str, limit: int) -> list[dict]:
         """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
         rows = self.flagged.filter(_strictest(self.expectations, action)).limit(limit)
-        return [r.asDict(recursive=True) for r in self._named(rows).collect()]
+        named = rows.select(*_named_columns(rows, self.expectations))
+        return [r.asDict(recursive=True) for r in named.collect()]
 
-    def quarantined(self) -> DataFrame:
-        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one."""
-        return self._named(self.flagged.filter(_strictest(self.expectations, "quarantine"))).drop(INPUT_ORDER)
+    def quarantined(self, counts: Counts | None = None) -> DataFrame:
+        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one
+        (a job of their own when read; none, reading nothing, where `counts` found none)."""
+        rows = self.flagged.filter(_strictest(self.expectations, "quarantine"))
+        named = rows.select(*_named_columns(self.flagged, self.expectations))
+        return named.limit(0) if counts is not None and not counts.quarantined else named
 
-    def _named(self, rows: DataFrame) -> DataFrame:
-        """`rows` with FAILED instead of the flags (a higher-order function: only on the rows set aside)."""
-        names = [F.when(_failed(i), F.lit(e.name)) for i, e in enumerate(self.expectations)]
-        named = rows.withColumn(FAILED, F.filter(F.array(*names), lambda name: name.isNotNull()))
-        return named.drop(*_flags(self.expectations))
+
+def _named_columns(flagged: DataFrame, expectations: tuple[Expectation, ...]) -> list[Column]:
+    """A set-aside row's columns: its own, then FAILED, instead of the flags (a higher-order function:
+    only on the rows set aside)."""
+    names = [F.when(_failed(i), F.lit(e.name)) for i, e in enumerate(expectations)]
+    own = [F.col(backticked(c)) for c in flagged.columns if c not in (*_flags(expectations), INPUT_ORDER)]
+    return [*own, F.filter(F.array(*names), lambda name: name.isNotNull()).alias(FAILED)]
 
 
 def check(df: DataFrame, expectations: tuple[Expectation, ...], argument: str = "expectations") -> Checks:

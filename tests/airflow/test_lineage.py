@@ -269,7 +269,7 @@ def test_a_table_the_worker_cannot_read_gives_names_without_failing(tmp_path, en
 
 
 def test_a_task_that_loaded_nothing_reports_the_table_as_it_is(tmp_path, enabled):
-    write_deltalake(str(tmp_path / "lake" / "orders"), ORDERS)
+    write_deltalake(str(tmp_path / "lake" / "orders"), ORDERS, mode="overwrite")
     operator = LineageMergeOperator(
         task_id="load", source="shop.orders", dataset=str(tmp_path / "lake"), table_name="orders"
     )
@@ -360,19 +360,39 @@ def test_the_completion_facets_come_from_a_fork_of_the_task_process(tmp_path):
     ]
 
 
-def test_expectations_become_the_output_tables_data_quality_assertions(tmp_path, enabled):
-    table = str(tmp_path / "lake" / "orders")
-    write_deltalake(table, ORDERS)
+def quality_facets(tmp_path, returned: dict):
+    """The output table's facets once the operator returned `returned` (the data quality facet's own)."""
+    write_deltalake(str(tmp_path / "lake" / "orders"), ORDERS, mode="overwrite")
     operator = LineageMergeOperator(
         task_id="load", source="shop.orders", dataset=str(tmp_path / "lake"), table_name="orders"
     )
+    [output] = completed(operator, {"load_id": "1700000000.0", "table_version": 0, **returned}).outputs
+    return output.facets
+
+
+def test_expectations_become_the_output_tables_data_quality_assertions(tmp_path, enabled):
     checked = {
         "positive_amount": {"action": "drop", "passed": 2, "failed": 1},
         "has_id": {"action": "warn", "passed": 3, "failed": 0},
     }
-    returned = {"load_id": "1700000000.0", "table_version": 0, "expectations": checked, "rows_dropped": 1}
-    [output] = completed(operator, returned).outputs
-    assertions = output.facets["dataQualityAssertions"].assertions
+    facets = quality_facets(tmp_path, {"expectations": checked, "rows_dropped": 1})
+    assertions = facets["dataQualityAssertions"].assertions
     assert [(a.assertion, a.success) for a in assertions] == [("positive_amount", False), ("has_id", True)]
-    [plain] = completed(operator, {"load_id": "1700000000.0", "table_version": 0}).outputs
-    assert "dataQualityAssertions" not in plain.facets
+    assert "dataQualityAssertions" not in quality_facets(tmp_path, {})
+
+
+def test_a_child_tables_expectations_become_assertions_under_its_name(tmp_path, enabled):
+    child = {
+        "expectations": {
+            "positive_qty": {"action": "drop", "passed": 3, "failed": 1},
+            "has_sku": {"action": "warn", "passed": 4, "failed": 0},
+        },
+        "rows_dropped": 1,
+        "rows_quarantined": 0,
+    }
+    facets = quality_facets(tmp_path, {"child_expectations": {"orders__items": child}})
+    assertions = facets["dataQualityAssertions"].assertions
+    assert [(a.assertion, a.success) for a in assertions] == [
+        ("orders__items.positive_qty", False),
+        ("orders__items.has_sku", True),
+    ]

@@ -13,7 +13,10 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import ConfigError, ExpectationError, run_load
+from tests.cli.test_cli import deltamerge
+from tests.faults import killed_child
 from tests.helpers import table_version
+from tests.spark.test_expectations import KILLED_CHILD
 
 CHILD = "orders__items"
 OWN = {
@@ -79,6 +82,9 @@ def test_child_rows_are_checked_by_their_own_expectations_and_their_parents_stay
     recorded = DeltaTable(f"{dataset}/_dlt_loads").to_pyarrow_table().to_pylist()
     assert [json.loads(r["metrics"])["child_expectations"] for r in recorded] == [expected]
     assert "expectations" not in info.metrics  # the root table has none of its own
+    shown = deltamerge("loads", dataset)  # the command, as a user runs it
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "orders__items: 1 dropped, 2 quarantined" in shown.stdout
 
 
 def test_a_retried_load_replaces_its_quarantined_child_rows(spark, dataset):
@@ -119,3 +125,41 @@ def test_every_child_refusal_is_typed_and_comes_before_anything_is_written(
         load(spark, dataset, BATCH, expectations)
     assert str(refused.value).startswith(argument)
     assert [table_version(f"{dataset}/{t}") for t in tables] == versions
+
+
+def retry_context(try_number: int) -> dict:
+    return {"dag_id": "shop", "task_id": "orders", "run_id": "manual__1", "try_number": try_number}
+
+
+@pytest.mark.usefixtures("jvm_class_archive")
+@pytest.mark.parametrize("step", ["after_quarantine", f"committed:{CHILD}"])
+def test_a_process_killed_after_its_child_quarantine_commit_is_retried_exactly_once(
+    spark, dataset, each_writer, step
+):
+    """Killed after the child quarantine table's commit (and then after the child table's own), before
+    the table's: the retry of the same task run leaves each quarantined child row, each row and the
+    load's record once."""
+    arguments = {
+        "dataset": dataset,
+        "table_name": "orders",
+        "pipeline_name": "shop",
+        "write_disposition": "merge",
+        "primary_key": "id",
+        "expectations": OWN,
+        "backend": each_writer,
+    }
+    child = killed_child(KILLED_CHILD, {**arguments, "run_context": retry_context(1), "rows": BATCH}, step)
+    assert child.returncode == 137, child.stdout[-2000:] + child.stderr[-4000:]
+    assert len(rows_of(dataset, f"_dlt_quarantine_{CHILD}")) == 2  # committed by the killed attempt ...
+    assert rows_of(dataset, "orders") == []  # ... which never committed the table
+    retried = run_load(BATCH, spark=spark, **arguments, run_context=retry_context(2))
+    aside = rows_of(dataset, f"_dlt_quarantine_{CHILD}")
+    assert sorted((str(r["sku"]), r["_dlt_load_id"]) for r in aside) == [
+        ("None", retried.load_id),
+        ("x", retried.load_id),
+    ]
+    assert sorted(r["id"] for r in rows_of(dataset, "orders")) == [1, 2]
+    assert [(r["sku"], r["qty"]) for r in rows_of(dataset, CHILD)] == [("a", 1)]
+    recorded = [r["load_id"] for r in rows_of(dataset, "_dlt_loads")]
+    assert recorded == [retried.load_id]
+    assert retried.metrics["child_expectations"][CHILD]["rows_quarantined"] == 2
