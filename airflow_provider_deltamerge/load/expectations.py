@@ -35,8 +35,7 @@ from ..model.secrets import credential_values, redact_text, redacted
 from ..plan.merge import MergePlan, Operation
 from ..spark import expectations as spark_checks
 from ..spark.codegen import small_batch_codegen
-from ..spark.profile import estimated_bytes
-from .staged_arrow import COLLECT_ESTIMATE_BYTES
+from ..spark.profile import COLLECT_ESTIMATE_BYTES, estimated_bytes
 from .tombstones import completed_loads
 
 EXAMPLES = 3  # failing rows an ExpectationError shows

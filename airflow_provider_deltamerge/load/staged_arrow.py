@@ -45,14 +45,13 @@ from ..spark import driver_row_ids
 from ..spark.codegen import small_batch_codegen
 from ..spark.extract import arrow_to_spark
 from ..spark.nested import root_rows
-from ..spark.profile import estimated_bytes, observes_in_pass
+from ..spark.profile import COLLECT_ESTIMATE_BYTES, estimated_bytes, observes_in_pass
 from ..spark.schema import align_to_table
 from ..spark.stage import StagedBatch, row_id_key
 from .nested_tables import plan_without_child_tables
 
 log = logging.getLogger(__name__)
 
-COLLECT_ESTIMATE_BYTES = 64 * 2**20  # Spark's estimates undercount text several-fold: well below 256 MiB
 
 _STAGED_ROWS = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG)
 

@@ -53,6 +53,11 @@ def observes_in_pass(df: DataFrame) -> bool:
     return not is_connect(df) or int(pyspark.__version__.split(".")[0]) >= 4
 
 
+# The estimate up to which a batch (or the quarantined rows) is collected to the driver whole: Spark's
+# estimates undercount text several-fold, so well below the 256 MiB a driver is given by default.
+COLLECT_ESTIMATE_BYTES = 64 * 2**20
+
+
 def estimated_bytes(df: DataFrame) -> int | None:
     """Spark's own estimate of the DataFrame's size (its optimizer's statistics); None where Spark has none
     (sources of unknown size, such as RDDs) or cannot say (Spark Connect with PySpark 3.5)."""
