@@ -41,6 +41,7 @@ from ..plan.merge import Operation, SourceShape
 from ..plan.pruning import bounded
 from ..spark import scd2_history
 from ..spark.extract import check_data, source_reader
+from ..spark.held import held_for_load
 from ..spark.schema_steps import shape_to_schema
 from ..spark.stage import shape_source
 from ..spark.storage import set_hadoop_settings
@@ -118,11 +119,12 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
     """The load; a table named through a catalog placed at its folder first, and its tables registered
     in the catalog (load/catalog_load.py)."""
     check_data(data)
-    if not request.target.in_catalog:
-        return _execute(spark, request, data)
-    writer = select_writer(request.backend, spark, None)
-    run = lambda placed: _execute(spark, placed, data)  # noqa: E731
-    return catalog_load.load_by_name(spark, request, writer.name, run, checkpoint)
+    with held_for_load():  # what the load kept in Spark's cache, released when it ends
+        if not request.target.in_catalog:
+            return _execute(spark, request, data)
+        writer = select_writer(request.backend, spark, None)
+        run = lambda placed: _execute(spark, placed, data)  # noqa: E731
+        return catalog_load.load_by_name(spark, request, writer.name, run, checkpoint)
 
 
 def _execute(spark, request: LoadRequest, data) -> LoadInfo:

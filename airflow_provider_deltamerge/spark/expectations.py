@@ -5,7 +5,10 @@ on staging's own pass over the batch (spark/profile.py), so checking adds no pas
 The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
 (a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
 PySpark 3.5 observes nothing, they are one job over the flagged batch instead. The rows to quarantine
-are a job of their own over the flagged batch, none where the counts found none.
+are a job of their own over the flagged batch, none where the counts found none. Where a `quarantine`
+expectation is declared, the flagged batch is held in Spark's cache for the load (spark/held.py),
+filled by staging's pass: the rows quarantined are those that pass set aside, even from a source that
+would answer a second read differently.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pyspark.sql import types as T
 from ..model.expectations import ACTIONS, Expectation
 from ..model.naming import backticked
 from ..model.row_condition import check_row_condition
-from . import profile
+from . import held, profile
 from .cdc import check_condition
 from .frames import INPUT_ORDER
 
@@ -89,22 +92,24 @@ def _named_columns(flagged: DataFrame, expectations: tuple[Expectation, ...]) ->
     only on the rows set aside)."""
     names = [F.when(_failed(i), F.lit(e.name)) for i, e in enumerate(expectations)]
     own = [F.col(backticked(c)) for c in flagged.columns if c not in (*_flags(expectations), INPUT_ORDER)]
-    return [*own, F.filter(F.array(*names), lambda name: name.isNotNull()).alias(FAILED)]
+    return [*own, F.array_compact(F.array(*names)).alias(FAILED)]
 
 
 def check(df: DataFrame, expectations: tuple[Expectation, ...], argument: str = "expectations") -> Checks:
     """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
     refused (ConfigError naming the expectation under `argument`) before any job runs."""
     _check_conditions(df, expectations, argument)
-    flagged = df.withColumns(
-        {_FLAG.format(i): ~F.coalesce(F.expr(e.condition), F.lit(False)) for i, e in enumerate(expectations)}
+    flagged = df.withColumns(  # one parsed expression a flag: few calls into the JVM
+        {_FLAG.format(i): F.expr(f"NOT coalesce(({e.condition}), false)") for i, e in enumerate(expectations)}
     )
+    if any(e.action == "quarantine" for e in expectations):  # quarantined from the rows staging read
+        flagged = held.hold(flagged)
     observed = None
     source = flagged
     if profile.observes_in_pass(flagged):
         source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
     aside = [e for e in expectations if e.action != "warn"]
-    kept = source.filter(~_fails_any(expectations, aside)) if aside else source
+    kept = source.filter(f"NOT ({_fails_any(expectations, aside)})") if aside else source
     return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
 
 
@@ -130,38 +135,36 @@ def _argument(argument: str, expectation: Expectation) -> str:
 
 def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:
     """rows, then per expectation (`dq:<index>`) the rows failing it, then the rows dropped,
-    quarantined and failing (each row counted once, under its strictest action)."""
-    counts = [F.count(F.lit(1)).alias("rows")]
-    counts += [_counted(_failed(i)).alias(f"dq:{i}") for i in range(len(expectations))]
-    counts.append(_counted(_strictest(expectations, "drop")).alias(_DROPPED))
-    counts.append(_counted(_strictest(expectations, "quarantine")).alias(_QUARANTINED))
-    counts.append(_counted(_strictest(expectations, "fail")).alias(_FAILING))
-    return counts
+    quarantined and failing (each row counted once, under its strictest action); each one parsed
+    expression, as SQL text (few calls into the JVM)."""
+    counted = [_flag(i) for i in range(len(expectations))]
+    counted += [_strictest(expectations, action) for action in ("drop", "quarantine", "fail")]
+    names = [f"dq:{i}" for i in range(len(expectations))] + [_DROPPED, _QUARANTINED, _FAILING]
+    counts = [F.expr("count(1) AS rows")]
+    return counts + [
+        F.expr(f"sum(CASE WHEN {c} THEN 1 ELSE 0 END) AS `{n}`") for c, n in zip(counted, names, strict=True)
+    ]
 
 
 def _flags(expectations) -> list[str]:
     return [_FLAG.format(i) for i in range(len(expectations))]
 
 
+def _flag(index: int) -> str:
+    return f"`{_FLAG.format(index)}`"
+
+
 def _failed(index: int) -> Column:
     return F.col(_FLAG.format(index))
 
 
-def _counted(condition: Column) -> Column:
-    return F.sum(F.when(condition, 1).otherwise(0))
+def _fails_any(expectations: tuple[Expectation, ...], some: list[Expectation]) -> str:
+    """Whether the row fails any of `some` (of `expectations`), as SQL."""
+    return " OR ".join(_flag(i) for i, e in enumerate(expectations) if e in some) or "false"
 
 
-def _fails_any(expectations: tuple[Expectation, ...], some: list[Expectation]) -> Column:
-    """Whether the row fails any of `some` (of `expectations`)."""
-    flags = [_failed(i) for i, e in enumerate(expectations) if e in some]
-    found = F.lit(False)
-    for flag in flags:
-        found = found | flag
-    return found
-
-
-def _strictest(expectations: tuple[Expectation, ...], action: str) -> Column:
-    """Whether a row fails an expectation of `action` and none stricter."""
+def _strictest(expectations: tuple[Expectation, ...], action: str) -> str:
+    """Whether a row fails an expectation of `action` and none stricter, as SQL."""
     of = [e for e in expectations if e.action == action]
     stricter = [e for e in expectations if ACTIONS.index(e.action) > ACTIONS.index(action)]
-    return _fails_any(expectations, of) & ~_fails_any(expectations, stricter)
+    return f"({_fails_any(expectations, of)}) AND NOT ({_fails_any(expectations, stricter)})"

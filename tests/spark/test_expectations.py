@@ -176,6 +176,25 @@ def test_an_scd2_snapshot_without_a_dropped_row_retires_its_key_as_an_absent_one
     assert info.metrics["rows_dropped"] == 1
 
 
+def test_a_source_that_reads_differently_twice_quarantines_the_rows_it_left_out(spark, dataset):
+    """Each read of this source draws new amounts: the rows quarantined are those the load's one pass
+    set aside, so every row lands exactly once, in the table or in quarantine."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    draw = F.udf(lambda key: random.choice((-1, 1)) * key, "long").asNondeterministic()
+    source = spark.range(1, 201).select(
+        F.col("id"), draw("id").alias("amount"), F.lit("DE").alias("country"), F.lit("n").alias("note")
+    )
+    info = load(spark, dataset, source, expectations={"quarantine": {"positive": "amount > 0"}})
+    landed = table_rows(dataset)
+    aside = quarantined(dataset)
+    assert all(row["amount"] > 0 for row in landed.values())
+    assert sorted([*landed, *(key for key, _, _ in aside)]) == list(range(1, 201))
+    assert info.metrics["rows_quarantined"] == len(aside) == 200 - len(landed)
+
+
 def retry_context(try_number: int) -> dict:
     return {"dag_id": "shop", "task_id": "orders", "run_id": "manual__1", "try_number": try_number}
 
