@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> dict:
         report: dict = {"rows": args.rows, "repeat": args.repeat}
         if not args.cold:
             report["warm"] = warm(spark, work, args.repeat, args.rows)
+        spark.stop()  # an idle session's JVM still takes CPU time from the cold runs' processes
         if not args.warm:
             report["cold"] = cold(work, args.repeat, args.rows)
     finally:
