@@ -44,6 +44,7 @@ from .spark_sql import (
     write_mode,
     write_options,
 )
+from .spark_table_metadata import partitions_and_id
 from .writer import (
     CommitRequest,
     CommitResult,
@@ -191,13 +192,14 @@ class DeltaSparkWriter:
             return None
         delta_table = load_table(DeltaTable, spark, ref)
         version = _latest_version(delta_table)
-        detail = delta_table.detail().select("partitionColumns", "id").first()
-        partitions = tuple(detail[0] or ())
+        partitions, table_id = partitions_and_id(
+            spark, delta_table, None if ref.by_name else ref.location, version
+        )
         if ref.by_name:
             frame = spark.sql(f"SELECT * FROM {ref.quoted_name()} VERSION AS OF {version}")
         else:
             frame = spark.read.format("delta").option("versionAsOf", version).load(ref.location)
-        return DeltaSparkSnapshot(ref, version, frame.schema, frame, partitions, detail[1])
+        return DeltaSparkSnapshot(ref, version, frame.schema, frame, partitions, table_id)
 
     def read_columns(self, spark, snapshot: DeltaSparkSnapshot, columns: list[str]):
         return snapshot.frame.select(*(SPARK_SQL.quote(c) for c in columns))
