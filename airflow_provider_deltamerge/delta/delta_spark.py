@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import ConflictError
 from ..model.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
 from ..plan.merge import MergePlan, Operation
-from . import unique_keys
+from . import spark_table_metadata, unique_keys
 from .delta_rs import TARGET_FILE_BYTES, counted_in_log
 from .spark_sql import (
     SPARK_SQL,
@@ -44,7 +44,6 @@ from .spark_sql import (
     write_mode,
     write_options,
 )
-from .spark_table_metadata import partitions_and_id
 from .writer import (
     CommitRequest,
     CommitResult,
@@ -83,6 +82,10 @@ class TableRef:
     def quoted_name(self) -> str:
         """A metastore name in SQL, each part quoted."""
         return ".".join(SPARK_SQL.quote(p) for p in self.location.split("."))
+
+    @property
+    def path_or_none(self) -> str | None:
+        return None if self.by_name else self.location
 
     def sql_target(self) -> str:
         """The table in SQL: its quoted name, or delta.`path`."""
@@ -192,8 +195,8 @@ class DeltaSparkWriter:
             return None
         delta_table = load_table(DeltaTable, spark, ref)
         version = _latest_version(delta_table)
-        partitions, table_id = partitions_and_id(
-            spark, delta_table, None if ref.by_name else ref.location, version
+        partitions, table_id = spark_table_metadata.partitions_and_id(
+            spark, delta_table, ref.path_or_none, version
         )
         if ref.by_name:
             frame = spark.sql(f"SELECT * FROM {ref.quoted_name()} VERSION AS OF {version}")
@@ -251,8 +254,8 @@ class DeltaSparkWriter:
     def table_properties(self, spark, snapshot: DeltaSparkSnapshot) -> dict[str, str]:
         from delta.tables import DeltaTable
 
-        detail = load_table(DeltaTable, spark, snapshot.ref).detail().select("properties").first()
-        return dict(detail[0] or {})
+        table, ref = load_table(DeltaTable, spark, snapshot.ref), snapshot.ref
+        return spark_table_metadata.properties(spark, table, ref.path_or_none, snapshot.version)
 
     def set_table_properties(self, spark, path: str, properties: dict[str, str]) -> None:
         ref = TableRef.parse(path)

@@ -1,4 +1,5 @@
-"""A Delta table's partition columns and Delta id (`metaData.id`) at a version, for the delta-spark writer.
+"""A Delta table's partition columns, Delta id (`metaData.id`) and properties at a version, for the
+delta-spark writer.
 
 `DESCRIBE DETAIL` (`DeltaTable.detail()`) answers with the table's size and file count too, so it
 reconstructs the whole state of the snapshot: seconds of Spark jobs on a table just created, whose state
@@ -17,29 +18,45 @@ log = logging.getLogger(__name__)
 def partitions_and_id(spark, delta_table, location: str | None, version: int) -> tuple[tuple[str, ...], str]:
     """(partition columns, Delta id) of the table at `version` (`location`: its path; None for a table
     Delta knows only by name, which DESCRIBE DETAIL answers for)."""
-    held = _from_log_in_jvm(spark, location, version) if location else None
-    if held is not None:
-        return held
+    metadata = _metadata_in_jvm(spark, location, version)
+    if metadata is not None:
+        try:
+            columns = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(metadata.partitionColumns())
+            return tuple(str(c) for c in columns), str(metadata.id())
+        except Exception as unexpected:  # Delta's internals differ in this release
+            _fall_back(location, unexpected)
     detail = delta_table.detail().select("partitionColumns", "id").first()
     return tuple(detail[0] or ()), detail[1]
 
 
-def _from_log_in_jvm(spark, location: str, version: int) -> tuple[tuple[str, ...], str] | None:
+def properties(spark, delta_table, location: str | None, version: int) -> dict[str, str]:
+    """The table's properties at `version` (`metaData.configuration`, what DESCRIBE DETAIL reports)."""
+    metadata = _metadata_in_jvm(spark, location, version)
+    if metadata is not None:
+        try:
+            configuration = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(metadata.configuration())
+            return {str(k): str(v) for k, v in configuration.items()}
+        except Exception as unexpected:
+            _fall_back(location, unexpected)
+    detail = delta_table.detail().select("properties").first()
+    return dict(detail[0] or {})
+
+
+def _metadata_in_jvm(spark, location: str | None, version: int):
+    """The metadata of the snapshot Delta's log holds in the session's JVM, where it is at `version`."""
     jvm = getattr(spark, "_jvm", None)
-    if jvm is None:  # Spark Connect: no JVM in this process
+    if jvm is None or location is None:  # Spark Connect (no JVM here), or a table known by name
         return None
     try:
         delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, location)
         snapshot = delta_log.unsafeVolatileSnapshot()
         if snapshot.version() != version:  # another writer's commit since: Delta's detail tells
             return None
-        metadata = snapshot.metadata()
-        columns = jvm.scala.jdk.javaapi.CollectionConverters.asJava(metadata.partitionColumns())
-        return tuple(str(c) for c in columns), str(metadata.id())
+        return snapshot.metadata()
     except Exception as unexpected:  # Delta's internals differ in this release: its public API answers
-        log.debug(
-            "metadata of %s from Delta's log in the JVM failed (%s): DESCRIBE DETAIL instead",
-            location,
-            unexpected,
-        )
+        _fall_back(location, unexpected)
         return None
+
+
+def _fall_back(location: str | None, unexpected: Exception) -> None:
+    log.debug("metadata of %s from Delta's log in the JVM failed (%s): DESCRIBE DETAIL", location, unexpected)

@@ -1,6 +1,6 @@
-"""The delta-spark writer's partition columns and Delta id of a table (delta/spark_table_metadata.py): from
-the snapshot Delta's log holds in the session's JVM, which must agree with DESCRIBE DETAIL, and DESCRIBE
-DETAIL itself where that snapshot is at another version than the one asked for."""
+"""The delta-spark writer's partition columns, Delta id and properties of a table
+(delta/spark_table_metadata.py): from the snapshot Delta's log holds in the session's JVM, which must
+agree with DESCRIBE DETAIL, and DESCRIBE DETAIL itself where that snapshot is at another version."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_the_log_in_the_jvm_answers_as_describe_detail(spark, dataset, delta_tab
     path = f"{dataset}/t"
     table = delta_table_cls.forPath(spark, path)
     detail = table.detail().select("partitionColumns", "id").first()
-    assert spark_table_metadata._from_log_in_jvm(spark, path, 0) == (("day",), detail[1])  # no job
+    assert spark_table_metadata._metadata_in_jvm(spark, path, 0) is not None  # answered without a job
     assert spark_table_metadata.partitions_and_id(spark, table, path, 0) == (("day",), detail[1])
 
 
@@ -35,6 +35,17 @@ def test_a_snapshot_at_another_version_is_answered_by_describe_detail(spark, dat
     run_load([{"id": 1}], spark=spark, dataset=dataset, table_name="t")
     path = f"{dataset}/t"
     table = delta_table_cls.forPath(spark, path)
-    assert spark_table_metadata._from_log_in_jvm(spark, path, 7) is None  # the log holds version 0
+    assert spark_table_metadata._metadata_in_jvm(spark, path, 7) is None  # the log holds version 0
     detail_id = table.detail().select("id").first()[0]
     assert spark_table_metadata.partitions_and_id(spark, table, path, 7) == ((), detail_id)
+
+
+def test_the_properties_are_describe_details(spark, dataset, delta_table_cls):
+    properties = {"delta.appendOnly": "false", "delta.logRetentionDuration": "interval 60 days"}
+    run_load([{"id": 1}], spark=spark, dataset=dataset, table_name="t", table_properties=properties)
+    path = f"{dataset}/t"
+    table = delta_table_cls.forPath(spark, path)
+    detail = dict(table.detail().select("properties").first()[0])
+    assert spark_table_metadata._metadata_in_jvm(spark, path, 0) is not None
+    assert spark_table_metadata.properties(spark, table, path, 0) == detail
+    assert detail["delta.logRetentionDuration"] == "interval 60 days"
