@@ -82,3 +82,27 @@ def test_a_replay_of_a_window_whose_every_row_was_set_aside_replaces_its_quarant
     assert quarantined(dataset) == [(1, ("known_country",), replay.load_id)]
     assert sorted(table_rows(dataset)) == [2]
     assert set(recorded_metrics(dataset)) == {first.load_id, replay.load_id}
+
+
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert", "scd2"])
+def test_a_first_hard_delete_merge_whose_every_row_is_set_aside_creates_the_table_empty(
+    spark, dataset, strategy
+):
+    rows = [order(1, amount=0, deleted=False), order(2, country="XX", deleted=True)]
+    merge = {
+        "write_disposition": {"disposition": "merge", "strategy": strategy},
+        "columns": {"deleted": {"hard_delete": True}},
+    }
+    info = load(
+        spark,
+        dataset,
+        rows,
+        expectations={"drop": {"positive": "amount > 0"}, "quarantine": {"known": "country = 'DE'"}},
+        **merge,
+    )
+    assert DeltaTable(f"{dataset}/{TABLE}").to_pyarrow_table().num_rows == 0
+    recorded = recorded_metrics(dataset)[info.load_id]
+    assert (recorded["rows_dropped"], recorded["rows_quarantined"]) == (1, 1)
+    assert quarantined(dataset) == [(2, ("known",), info.load_id)]
+    again = load(spark, dataset, [order(3, deleted=False)], expectations=None, **merge)
+    assert sorted(table_rows(dataset)) == [3] and again.table_version == info.table_version + 1
