@@ -211,7 +211,7 @@ def batches(spark, work: Path, args: argparse.Namespace) -> dict:
                     seconds.append(time.perf_counter() - started)
                 shutil.rmtree(path.parent)
             entry[writer] = {
-                "seconds": seconds[1:],
+                "seconds": seconds[1:] or seconds,  # --repeat 0: the one (cold) run
                 "python_growth": rss.peak_self - before,
                 "jvm_heap_peak": heap_peak(spark),
             }
