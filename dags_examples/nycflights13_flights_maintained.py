@@ -11,7 +11,8 @@ table plans its commit again rather than losing it.
 
 Before the first run, land the data: ``python dags_examples/nycflights13_landing.py``.
 DELTAMERGE_DEMO_DIR sets where the landing data and the lake are; DELTAMERGE_CONN_ID picks the Spark
-connection of the loads (the maintenance runs in the task with delta-rs, without Spark).
+connection of the loads. The maintenance runs in the task: with delta-rs, without Spark, unless
+DELTA_SPARK_JARS names Delta's jars (then Delta's own commands run in a local Spark session).
 """
 
 from __future__ import annotations

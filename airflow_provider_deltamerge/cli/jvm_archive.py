@@ -26,7 +26,7 @@ JVM_EXIT_SECONDS = 300  # writing the archive as the JVM exits takes seconds; a 
 
 def make_archive(spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
     """Make the archive a local session with `spark_conf` uses, replacing an older one of its name."""
-    path = class_archive.archive_path(spark_conf)
+    path = archive_of(spark_conf)
     if path is None:
         raise ConfigError(
             class_archive.ENV, "is 'off': unset it, or name a folder, to make a JVM class archive"
@@ -55,6 +55,14 @@ def make_archive(spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
         "bytes": path.stat().st_size,
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def archive_of(spark_conf: dict[str, str] | None = None) -> Path | None:
+    """The archive a new local session with `spark_conf` looks for: named by the conf that session gets,
+    with the jars DELTA_SPARK_JARS adds (the session that writes the archive has them too)."""
+    from ..spark.session import local_session_conf
+
+    return class_archive.archive_path(local_session_conf(spark_conf))
 
 
 def _conf_text(spark_conf: dict[str, str] | None) -> str:

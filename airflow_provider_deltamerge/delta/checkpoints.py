@@ -19,6 +19,8 @@ import logging
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
+from . import hadoop_checksums
+
 log = logging.getLogger(__name__)
 
 INTERVAL = 10  # Delta's default delta.checkpointInterval (delta-rs's is 100)
@@ -28,9 +30,16 @@ TABLE_SETTING = "delta.checkpointInterval"
 def after_commits(table: DeltaTable, read_version: int) -> None:
     """A checkpoint of `table` where the commits after `read_version` (-1: it was created) reached a
     multiple of INTERVAL. `table` is as its caller's last commit left it: every caller's commit, or its
-    check that the commit landed, brings it up to date already, so no further read of the log is made."""
+    check that the commit landed, brings it up to date already, so no further read of the log is made.
+    On a local disk, the checksum Spark kept of `_last_checkpoint`, which a checkpoint of delta-rs (its
+    own at the table's interval, or this one) rewrites, is removed (`hadoop_checksums`)."""
+    version = table.version()
+    _checkpoint(table, read_version, version)
+    hadoop_checksums.drop_rewritten(table.table_uri)
+
+
+def _checkpoint(table: DeltaTable, read_version: int, version: int) -> None:
     try:
-        version = table.version()
         if version // INTERVAL <= max(read_version, 0) // INTERVAL:
             return
         if TABLE_SETTING in table.metadata().configuration:

@@ -24,7 +24,7 @@ from ..model.storage import store_of
 from ..plan.expressions import SOURCE, TARGET, render
 from ..plan.merge import MergePlan, Operation
 from ..plan.pruning import read_scope, rewrites_files
-from . import checkpoints, read_check, rs_history, unique_keys
+from . import checkpoints, hadoop_checksums, read_check, rs_history, unique_keys
 from .arrow_stream import Transfer, arrow_schema, record_batches
 from .datafusion import DataFusionDialect, add_clause, spelled_copies
 from .locking import local_path
@@ -269,6 +269,7 @@ class DeltaRsWriter:
                 f"another writer changed table {path} while its properties were being set; retry the load. "
                 f"({exc})"
             ) from exc
+        hadoop_checksums.drop_rewritten(path)  # delta-rs checkpoints at the table's interval
 
 
 def _checked(transfer: Transfer, plan: MergePlan, source, in_memory: bool):

@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..model.checks import choice
 from ..model.naming import backticked
 from ..model.options import BACKENDS
+from . import hadoop_checksums
 
 DELTA_RS_TARGET_FILE_BYTES = 100 * 2**20  # delta-rs compacts files below this size, unless the table says
 VACUUM_CONF = {
@@ -94,10 +95,13 @@ class DeltaRsTable:
         self._table.update_incremental()
         if not z_order and not self._compactable():
             return {}  # nothing to claim the table for: a compaction would commit nothing
-        claim(self._table)  # and planned on the version it brought the table to, also when trying again
-        if z_order:
-            return self._table.optimize.z_order(z_order)
-        return self._table.optimize.compact()
+        try:
+            claim(self._table)  # and planned on the version it brought the table to, also when trying again
+            if z_order:
+                return self._table.optimize.z_order(z_order)
+            return self._table.optimize.compact()
+        finally:  # either commit may have reached the table's checkpoint interval
+            hadoop_checksums.drop_rewritten(self.path)
 
     def _compactable(self) -> bool:
         """Whether a partition has two files or more below the target size: what a compaction rewrites."""
@@ -113,11 +117,13 @@ class DeltaRsTable:
         deleted = self._table.vacuum(
             retention_hours=retention_hours, dry_run=False, enforce_retention_duration=not force
         )
+        hadoop_checksums.drop_rewritten(self.path)
         return len(deleted)
 
     def checkpoint(self) -> int:
         self._table.update_incremental()
         self._table.create_checkpoint()
+        hadoop_checksums.drop_rewritten(self.path)
         return self._table.version()
 
 

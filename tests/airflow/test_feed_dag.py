@@ -41,13 +41,16 @@ demo = dags_folder_module("run_demo")
 
 
 def dated(table: str, version: int, when: datetime) -> None:
-    """Give a commit the timestamp it would have had, committed then."""
+    """Give a commit the timestamp it would have had, committed then. Only this test edits a commit: the
+    checksum Spark's local file system kept beside the file it wrote (delta-spark) goes with the edit,
+    as Spark's next read of the log would otherwise refuse the file."""
     path = Path(table) / "_delta_log" / f"{version:020d}.json"
     actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     for action in actions:
         if "commitInfo" in action:
             action["commitInfo"]["timestamp"] = int(when.timestamp() * 1000)
     path.write_text("".join(json.dumps(action) + "\n" for action in actions))
+    path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")

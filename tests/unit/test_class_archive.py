@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_deltamerge.cli import jvm_archive
 from airflow_provider_deltamerge.spark import class_archive, jit_options
 from airflow_provider_deltamerge.spark.session import local_session_conf
 
@@ -29,6 +30,20 @@ def test_a_session_starts_from_the_archive_made_for_its_java_and_jars(folder):
 
 def test_jars_added_by_the_conf_name_another_archive(folder):
     assert class_archive.archive_path({"spark.jars": "/opt/delta.jar"}) != class_archive.archive_path({})
+
+
+def test_the_command_makes_the_archive_a_session_with_the_environments_delta_jars_looks_for(
+    folder, tmp_path, monkeypatch
+):
+    jars = [tmp_path / "delta-spark_2.13-4.0.0.jar", tmp_path / "delta-storage-4.0.0.jar"]
+    for jar in jars:
+        jar.write_bytes(b"jar")
+    monkeypatch.setenv("DELTA_SPARK_JARS", ",".join(str(jar) for jar in jars))
+    made = jvm_archive.archive_of({"spark.driver.memory": "2g"})
+    assert made != class_archive.archive_path({})  # Delta's jars name another archive
+    made.write_bytes(b"archive")
+    session_options = local_session_conf({"spark.driver.memory": "2g"})[OPTIONS]
+    assert session_options.startswith(f"-XX:SharedArchiveFile={made} ")
 
 
 def test_the_callers_java_options_are_kept_after_the_archive_and_their_own_sharing_stands(folder):
