@@ -17,9 +17,7 @@ from airflow_provider_deltamerge.hooks.deltamerge import (
     submit_arguments,
 )
 
-
-def set_connection(monkeypatch, conn_id: str, **fields) -> None:
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+from .submitting import set_connection
 
 
 @pytest.mark.parametrize(
