@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge.delta.store import read_load
-from airflow_provider_deltamerge.errors import ConfigError
+from airflow_provider_deltamerge.errors import ConfigError, JobFailedError
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
 from airflow_provider_deltamerge.model.request import LoadRequest
 from tests.catalog.test_hive_catalog import WRITERS, needs_jars, run_job
@@ -89,6 +89,13 @@ def test_spark_submit_creates_registers_and_merges_into_a_metastore_table(
     assert seen["tables"] == ["_dlt_loads", "_dlt_pipeline_state", "orders"]
     assert seen["rows"] == [FIRST[0], *SECOND] == table_rows(location)
     assert seen["loads"] == 2
+
+    elsewhere = orders_request(tmp_path, "third", SECOND, writer, dataset=str(tmp_path / "other"))
+    with pytest.raises(JobFailedError) as refused:  # the task would read its record where it is not
+        hook.run(elsewhere)
+    assert "CatalogError: table 'sales.orders': lives at" in refused.value.log_tail
+    assert "not under the dataset" in refused.value.log_tail
+    assert DeltaTable(location).version() == 1 and not (tmp_path / "other").exists()  # nothing written
 
     output = "".join(capfd.readouterr())
     assert "Spark-Submit cmd" in output and "load of orders | record  | load " in output
