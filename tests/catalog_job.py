@@ -24,17 +24,9 @@ sys.path.insert(0, os.path.dirname(_HERE))
 def hive_session(root: str):
     from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
     from airflow_provider_deltamerge.spark.session import default_session
+    from tests.hive_metastore import hive_conf
 
-    conf = {
-        "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": f"{root}/warehouse",
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={root}/metastore_db;create=true"
-        ),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
-        "spark.sql.shuffle.partitions": "2",
-    }
-    return default_session("local[2]", conf, delta_jars=delta_jars_from_env())
+    return default_session("local[2]", hive_conf(root), delta_jars=delta_jars_from_env())
 
 
 def error_of(call) -> dict | None:
@@ -59,6 +51,15 @@ def tables(spark, schema: str) -> list[str]:
     return sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {schema}").collect())
 
 
+def entry(spark, name: str) -> dict:
+    """The catalog's entry of a table: its provider, type and location."""
+    return {
+        r[0]: r[1]
+        for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+        if r[0] in ("Provider", "Type", "Location")
+    }
+
+
 def load(spark, writer: str, data, **arguments):
     from airflow_provider_deltamerge import run_load
 
@@ -72,11 +73,7 @@ def scenario_dispositions(spark, root: str, writer: str) -> dict:
     load(spark, writer, first, table_name="sales.Orders", create_schema=True)
     seen["tables"] = tables(spark, "sales")
     seen["after_append"] = rows(spark, "sales.orders")
-    seen["entry"] = {
-        r[0]: r[1]
-        for r in spark.sql("DESCRIBE TABLE EXTENDED sales.orders").collect()
-        if r[0] in ("Provider", "Type", "Location")
-    }
+    seen["entry"] = entry(spark, "sales.orders")
     update = [{"id": 2, "v": "B", "extra": 7}, {"id": 3, "v": "c", "extra": 8}]
     load(spark, writer, update, table_name="sales.orders", write_disposition="merge", primary_key="id")
     seen["after_merge"] = rows(spark, "sales.orders")
@@ -255,6 +252,17 @@ def scenario_registration_lost(spark, root: str, writer: str) -> dict:
         "before": before,
         "after": tables(spark, "sales"),
         "rows": rows(spark, "sales.orders"),
+    }
+
+
+def scenario_read_back(spark, root: str, writer: str) -> dict:
+    """What loads made elsewhere (spark-submit jobs) left in the metastore, read with SQL: the schema's
+    tables, the table's entry and rows, the loads recorded."""
+    return {
+        "tables": tables(spark, "sales"),
+        "entry": entry(spark, "sales.orders"),
+        "rows": rows(spark, "sales.orders"),
+        "loads": spark.table("sales._dlt_loads").count(),
     }
 
 

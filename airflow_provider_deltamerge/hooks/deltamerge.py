@@ -156,6 +156,17 @@ def submitted_load_metrics(request: LoadRequest, known: set[str], loads: list[di
     return ours[-1]["metrics"]
 
 
+def catalog_table_metrics(request: LoadRequest) -> dict[str, str]:
+    """For a catalog table loaded with spark-submit, what the job's metrics add to its load record's
+    (`catalog_table`, `table_location`; the job placed the table in `dataset`, or refused), so the task
+    returns the metrics a load in process returns."""
+    if not request.target.in_catalog:
+        return {}
+    from ..load.catalog_target import local_path, where_it_lives
+
+    return where_it_lives(request.placed(local_path(request.dataset)))
+
+
 def masking_submit_hook(secrets: list[str]) -> type:
     """SparkSubmitHook, masking in the command it logs and in its errors every credential this load
     hands over, not only values whose keys say "secret" or "password"."""
@@ -319,7 +330,8 @@ class DeltaMergeHook(BaseHook):
         options = request.store_options
         known = {r["load_id"] for r in read_loads(request.dataset, storage_options=options)}
         self._submit(request)
-        return submitted_load_metrics(request, known, read_loads(request.dataset, storage_options=options))
+        metrics = submitted_load_metrics(request, known, read_loads(request.dataset, storage_options=options))
+        return {**metrics, **catalog_table_metrics(request)}
 
     def _submit(self, request: LoadRequest) -> None:
         """spark-submit submit/remote_job.py with the request as a JSON file; JobFailedError if it fails."""

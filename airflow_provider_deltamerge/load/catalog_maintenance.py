@@ -37,8 +37,4 @@ def maintain_table(dataset: str | None, table_name: str, *, catalog: str = "spar
     metrics = maintenance.maintain_table(
         placed.request.dataset, placed.request.table, **{**options, "naming": "direct"}
     )
-    where = {
-        "catalog_table": request.target.display(request.table),
-        "table_location": placed.request.table_path,
-    }
-    return {**metrics, **where}
+    return {**metrics, **catalog_target.where_it_lives(placed.request)}

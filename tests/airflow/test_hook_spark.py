@@ -21,25 +21,16 @@ from airflow_provider_deltamerge.errors import ConfigError, JobFailedError
 from airflow_provider_deltamerge.hooks import DeltaMergeHook
 from airflow_provider_deltamerge.hooks import deltamerge as hook_module
 from airflow_provider_deltamerge.model.request import LoadRequest
-from airflow_provider_deltamerge.spark.class_archive import session_java_options
 from tests import store_reads
 
 from .spark_servers import ROOT, connect_server, connect_writer, expected_writer, standalone_cluster
+from .submitting import CREDENTIALS, set_connection
 
 JOB_WITH_FAULTS = ROOT / "tests" / "job_with_faults.py"  # the package's job, with the test fault points
 
 pytestmark = pytest.mark.spark
 
-SECRET_CONF = "TOPSECRET-conf-value-42"
 CONN_PASSWORD = "conn-password-s3cr3t"
-# Credentials of every kind a cluster is handed; none may reach a log line or an error message.
-CREDENTIALS = {
-    "spark.hadoop.fs.s3a.secret.key": SECRET_CONF,
-    "spark.hadoop.fs.s3a.session.token": "session-token-value-77",
-    "spark.hadoop.fs.azure.account.key.lakeacct.dfs.core.windows.net": "azure-account-key-88==",
-    "spark.hadoop.fs.azure.sas.landing.lakeacct.blob.core.windows.net": "sv=2024&sig=sas-signature-99",
-}
-SUBMIT_CONF = {"spark.ui.enabled": "false", **CREDENTIALS}
 
 
 def landing(folder: Path, first_id: int = 1, last_id: int = 6) -> str:
@@ -79,24 +70,6 @@ def assert_loaded(request: LoadRequest, metrics: dict, order_ids: list[int]) -> 
     assert metrics["numTargetRowsInserted"] == len(order_ids)
     assert metrics["table"] == "orders"
     assert metrics["writer"] == expected_writer()
-
-
-@pytest.fixture
-def submit_env(monkeypatch):
-    """A spark-submit job's Python imports this source tree and the test sources."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-@pytest.fixture
-def submit_conf(jvm_class_archive) -> dict[str, str]:
-    """SUBMIT_CONF, and the driver started from the run's JVM class archive, as a deployment that made
-    one passes it in its connection's or its DAG's spark_conf (`spark.driver.extraJavaOptions`)."""
-    return {**SUBMIT_CONF, **session_java_options()}
-
-
-def set_connection(monkeypatch, conn_id: str, **fields) -> None:
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
 
 
 def test_in_process_local_spark(tmp_path):
