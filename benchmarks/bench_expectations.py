@@ -161,13 +161,17 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps({"seconds": result["seconds"], "verified": result["verified"]}))
         return result
     work = Path(tempfile.mkdtemp(prefix="bench-expectations-"))
+    from pyspark.sql import SparkSession
+
+    own_session = SparkSession.getActiveSession() is None  # a caller's session (a test's) is left running
     try:
         spark = spark_session()
         prepare(spark, work, args.rows)
         report: dict = {"rows": args.rows, "repeat": args.repeat}
         if not args.cold:
             report["warm"] = warm(spark, work, args.repeat, args.rows)
-        spark.stop()  # an idle session's JVM still takes CPU time from the cold runs' processes
+        if own_session:  # an idle session's JVM still takes CPU time from the cold runs' processes
+            spark.stop()
         if not args.warm:
             report["cold"] = cold(work, args.repeat, args.rows)
     finally:
