@@ -77,8 +77,7 @@ def outcome(checks, rows_staged_from: int, request: LoadRequest, table: str | No
     metrics = model.expectation_metrics(
         checks.expectations, counts.rows, counts.failed, counts.dropped, counts.quarantined
     )
-    quarantines = any(e.action == "quarantine" for e in checks.expectations)
-    return Outcome(metrics, checks.quarantined(counts) if quarantines else None)
+    return Outcome(metrics, checks.quarantined(counts) if model.quarantines(checks.expectations) else None)
 
 
 def record_set_aside(plan: MergePlan, result: Outcome | None) -> MergePlan:

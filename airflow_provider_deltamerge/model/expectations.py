@@ -189,6 +189,11 @@ def _tightened(argument: str, declared: tuple, override: tuple) -> dict[str, dic
     return grouped
 
 
+def quarantines(expectations: tuple[Expectation, ...]) -> bool:
+    """Whether any of `expectations` quarantines the rows failing it."""
+    return any(e.action == "quarantine" for e in expectations)
+
+
 def quarantine_table(table: str) -> str:
     """The companion table of a table's quarantined rows."""
     return f"_dlt_quarantine_{table}"

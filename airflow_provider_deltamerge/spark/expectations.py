@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..model.expectations import ACTIONS, Expectation
+from ..model.expectations import ACTIONS, Expectation, quarantines
 from ..model.naming import backticked
 from ..model.row_condition import check_row_condition
 from . import held, profile
@@ -102,7 +102,7 @@ def check(df: DataFrame, expectations: tuple[Expectation, ...], argument: str = 
     flagged = df.withColumns(  # one parsed expression a flag: few calls into the JVM
         {_FLAG.format(i): F.expr(f"NOT coalesce(({e.condition}), false)") for i, e in enumerate(expectations)}
     )
-    if any(e.action == "quarantine" for e in expectations):  # quarantined from the rows staging read
+    if quarantines(expectations):  # quarantined from the rows staging read
         flagged = held.hold(flagged)
     observed = None
     source = flagged
