@@ -36,7 +36,7 @@ def open_table(path: str, backend: str, spark: Any, storage_options: Mapping[str
         if backend == "delta-spark":
             raise ConfigError("backend", "'delta-spark' runs Delta's commands in a Spark session: pass spark")
         return DeltaRsTable(path, storage_options)
-    if select_writer(backend, spark).name == "delta-spark":
+    if select_writer(backend, spark, table_path=path).name == "delta-spark":
         return DeltaSparkTable(path, spark, storage_options)
     return DeltaRsTable(path, storage_options)
 

@@ -14,6 +14,7 @@ from ..model.options import BACKENDS
 from ..model.storage import unsafe_commits
 from .delta_rs import DeltaRsWriter
 from .delta_spark import DeltaSparkWriter, delta_spark_status
+from .spark_file_systems import missing_file_system_advice, path_scheme, spark_reaches
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +30,10 @@ def select_writer(
     spark,
     storage_options: dict[str, str] | None = None,
     batch_bytes: Callable[[], int | None] | None = None,
+    table_path: str | None = None,
 ):
-    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load, else delta-rs.
+    """The writer for `backend`; "auto" takes delta-spark when Delta's JVM classes load (and, given the
+    `table_path`, Spark's Hadoop has a file system for it), else delta-rs.
     Given `batch_bytes` (Spark's estimate of the batch, asked only where needed), "auto" with both writers
     takes delta-rs for a batch of at most `auto_delta_rs_max_bytes()` (`by_batch_size`).
     `storage_options` go to delta-rs; delta-spark reaches object stores through Spark's Hadoop settings."""
@@ -53,6 +56,8 @@ def select_writer(
             "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog; "
             "or use backend='delta-rs' or 'auto'",
         )
+    if available and table_path is not None:
+        available, why = _reaches_table(backend, spark, table_path, why)
     if available and backend == "auto" and batch_bytes is not None:
         return by_batch_size(spark, storage_options, batch_bytes)
     if available:
@@ -60,6 +65,24 @@ def select_writer(
         return DeltaSparkWriter(spark)
     log.info("writer delta-rs (backend 'auto'): %s", why)
     return DeltaRsWriter(storage_options)
+
+
+def _reaches_table(backend: str, spark, table_path: str, classes_why: str) -> tuple[bool, str]:
+    """(available, why) for delta-spark once Delta's classes load: whether Spark's Hadoop reaches the
+    table's path. "delta-spark" where it does not is refused before anything is read or committed."""
+    reaches, why = spark_reaches(spark, table_path)
+    if reaches:
+        return True, classes_why
+    scheme = path_scheme(table_path)
+    needs = missing_file_system_advice(scheme)
+    if backend == "delta-spark":
+        raise ConfigError(
+            "backend",
+            f"'delta-spark' writes {scheme}:// tables through the Spark session's Hadoop file systems, but "
+            f"{why}. Give the session {needs}; or use backend='delta-rs' (or 'auto', which then takes "
+            "delta-rs). Nothing was read or committed",
+        )
+    return False, f"Delta's classes load, but {why}: delta-rs reaches it ({needs} would let delta-spark)"
 
 
 def by_batch_size(spark, storage_options: dict[str, str] | None, batch_bytes: Callable[[], int | None]):

@@ -130,7 +130,7 @@ def execute(spark, request: LoadRequest, data) -> LoadInfo:
 def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     steps = StepLog(request.table)
     set_hadoop_settings(spark, hadoop_settings(request.dataset, request.storage_options))
-    writer = select_writer(request.backend, spark, request.store_options)
+    writer = select_writer(request.backend, spark, request.store_options, table_path=request.table_path)
     refuse_loading_a_child_table(request.dataset, request.table, writer.history)
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)
     commits = recovery.recent_commits(request, writer)

@@ -13,7 +13,9 @@ def writer_for_batch(spark, request: LoadRequest, writer, table, batch):
     as it reads it where that is the other one."""
     if request.backend != "auto" or writer.name != "delta-spark":
         return writer, table  # a writer asked for by name, or delta-rs alone available
-    chosen = select_writer(request.backend, spark, request.store_options, lambda: estimated_bytes(batch))
+    chosen = select_writer(
+        request.backend, spark, request.store_options, lambda: estimated_bytes(batch), request.table_path
+    )
     if chosen.name == writer.name:
         return writer, table
     return chosen, chosen.snapshot(spark, request.table_path)

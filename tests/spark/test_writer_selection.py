@@ -18,6 +18,7 @@ from airflow_provider_deltamerge.delta import delta_spark
 from airflow_provider_deltamerge.delta.delta_rs import DeltaRsWriter
 from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter, delta_spark_status, session_conf
 from airflow_provider_deltamerge.delta.selection import AUTO_DELTA_RS_MAX_ENV, select_writer
+from airflow_provider_deltamerge.delta.spark_file_systems import spark_reaches
 from airflow_provider_deltamerge.delta.spark_sql import (
     PARQUET_TIMESTAMP_CONF,
     TIMESTAMP_MICROS,
@@ -93,6 +94,51 @@ def test_auto_with_delta_classes_uses_delta_spark(spark, writer, caplog):
     assert any("writer delta-spark" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("path", ["/data/lake/orders", "file:///data/lake/orders", "C:\\lake\\orders"])
+def test_spark_reaches_a_local_path(spark, path):
+    assert spark_reaches(spark, path)[0]
+
+
+@pytest.mark.parametrize("scheme", ["s3", "s3a", "gs", "nosuchfs"])
+def test_spark_does_not_reach_a_scheme_its_hadoop_has_no_file_system_for(spark, scheme):
+    """pyspark alone has no hadoop-aws or GCS connector: Hadoop itself says so, naming the scheme."""
+    reaches, why = spark_reaches(spark, f"{scheme}://bucket/lake/orders")
+    assert not reaches
+    assert f"no file system for {scheme!r}" in why
+
+
+def test_spark_reaches_a_scheme_once_its_hadoop_is_given_a_file_system_for_it(spark):
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("fs.mylake.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+    try:
+        reaches, why = spark_reaches(spark, "mylake://bucket/orders")
+    finally:
+        hadoop.unset("fs.mylake.impl")
+    assert reaches and "org.apache.hadoop.fs.RawLocalFileSystem" in why
+
+
+def test_auto_takes_delta_rs_for_a_table_spark_cannot_reach_and_says_what_spark_needs(spark, writer, caplog):
+    caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
+    chosen = select_writer("auto", spark, {}, lambda: 10**12, table_path="s3://bucket/lake/orders")
+    assert chosen.name == "delta-rs"
+    said = " ".join(r.getMessage() for r in caplog.records if "writer delta-rs" in r.getMessage())
+    assert "no file system for 's3'" in said and "hadoop-aws" in said and "fs.s3.impl" in said
+
+
+def test_delta_spark_for_a_table_spark_cannot_reach_is_a_config_error_saying_what_it_needs(spark, writer):
+    with pytest.raises(ConfigError) as error:
+        select_writer("delta-spark", spark, table_path="s3a://bucket/lake/orders")
+    message = str(error.value)
+    assert error.value.argument == "backend"
+    assert "no file system for 's3a'" in message and "hadoop-aws" in message
+    assert "backend='delta-rs'" in message and "Nothing was read or committed" in message
+
+
+def test_auto_takes_delta_spark_for_a_local_table_whatever_the_batch(spark, writer, monkeypatch):
+    monkeypatch.setenv(AUTO_DELTA_RS_MAX_ENV, "0")
+    assert select_writer("auto", spark, {}, lambda: 1, table_path="/data/lake/orders").name == "delta-spark"
+
+
 def test_the_class_check_runs_once_per_session(spark, monkeypatch):
     probes = []
     real_probe = delta_spark._probe_delta_classes
@@ -125,6 +171,13 @@ def auto_load(spark, dataset, rows, caplog) -> tuple[str, list[str]]:
     return info.metrics["writer"], said
 
 
+@pytest.fixture
+def default_threshold(monkeypatch):
+    """The built-in size threshold, whatever the environment running the suite sets."""
+    monkeypatch.delenv(AUTO_DELTA_RS_MAX_ENV, raising=False)
+
+
+@pytest.mark.usefixtures("default_threshold")
 def test_auto_with_both_writers_takes_delta_rs_for_a_small_batch_and_says_why(spark, dataset, writer, caplog):
     caplog.set_level(logging.INFO, logger="airflow_provider_deltamerge.delta")
     chosen, said = auto_load(spark, dataset, ORDERS, caplog)
@@ -134,6 +187,7 @@ def test_auto_with_both_writers_takes_delta_rs_for_a_small_batch_and_says_why(sp
     assert f"at most 64 MiB ({AUTO_DELTA_RS_MAX_ENV} sets it): delta-rs merging it from the driver" in line
 
 
+@pytest.mark.usefixtures("default_threshold")
 def test_auto_takes_delta_spark_for_a_batch_over_the_threshold_and_one_commit_format_either_way(
     spark, dataset, writer, caplog, monkeypatch
 ):

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import Incremental, StoreError, run_load
+from airflow_provider_deltamerge import ConfigError, Incremental, StoreError, run_load
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.delta.child_tables import existing_child_tables
 
@@ -186,3 +186,46 @@ def test_a_table_in_the_store_is_checkpointed_every_ten_commits(lake, caplog):
     assert "at version 10" in caplog.text and "no checkpoint" not in caplog.text
     read = DeltaTable(path, storage_options=options).to_pyarrow_table()
     assert sorted(read.column("id").to_pylist()) == list(range(11))
+
+
+@pytest.fixture
+def delta_classes(spark):
+    from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
+
+    available, why = delta_spark_status(spark)
+    if not available:
+        pytest.skip(f"needs Delta's jars in the session (DELTA_SPARK_JARS); now {why}")
+
+
+def test_auto_loads_with_delta_rs_where_spark_has_no_file_system_for_the_store(
+    spark, lake, delta_classes, monkeypatch
+):
+    """Delta's classes load, but pyspark alone has no hadoop-aws or hadoop-azure: "auto" must not hand
+    the table to delta-spark, even with the size threshold at 0 (delta-spark wherever it is available)."""
+    monkeypatch.setenv("DELTAMERGE_AUTO_DELTA_RS_MAX_MB", "0")
+    dataset, options = lake
+    info = run_load(orders(range(2)), spark=spark, dataset=dataset, table_name=TABLE, storage_options=options)
+
+    assert info.metrics["writer"] == "delta-rs"
+    assert table_rows(lake) == [{"id": 0, "status": "new"}, {"id": 1, "status": "new"}]
+
+
+def test_delta_spark_where_spark_has_no_file_system_for_the_store_is_refused_before_anything(
+    spark, lake, delta_classes
+):
+    dataset, options = lake
+    with pytest.raises(ConfigError) as refused:
+        run_load(
+            orders(range(2)),
+            spark=spark,
+            dataset=dataset,
+            table_name=TABLE,
+            backend="delta-spark",
+            storage_options=options,
+        )
+    message = str(refused.value)
+    assert refused.value.argument == "backend" and "no file system for" in message
+    assert "backend='delta-rs'" in message
+    assert not any(secret in message for secret in options.values() if len(secret) > 12)
+    assert not DeltaTable.is_deltatable(f"{dataset}/{TABLE}", storage_options=options)
+    assert store.read_loads(dataset, storage_options=options) == []
