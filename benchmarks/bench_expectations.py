@@ -1,6 +1,7 @@
 """What expectations cost a load: the same upsert of ROWS rows (a parquet batch, keys half new, half in the
 target) into a target of ROWS rows, with three expectations (warn, drop, quarantine; 1% of the rows fail
-one of them) and without, as the ratio of their times (docs/EXPECTATIONS.md).
+one of them) and without, as the ratio of their times (docs/EXPECTATIONS.md). `--set-aside drop` makes
+the third expectation a `drop`: the same rows left out, none kept for a quarantine table.
 
 - COLD, what an Airflow task pays: each timed load in a fresh process (its Spark session started first,
   untimed), the two sides alternating;
@@ -8,6 +9,7 @@ one of them) and without, as the ratio of their times (docs/EXPECTATIONS.md).
 Each result is verified: the table's rows, and the rows dropped and quarantined.
 
     python benchmarks/bench_expectations.py --out expectations.json
+    python benchmarks/bench_expectations.py --set-aside drop                  # no quarantine table
     python benchmarks/bench_expectations.py --rows 2000 --repeat 1 --warm     # a tiny run
 """
 
@@ -23,10 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
-EXPECTATIONS = {
-    "warn": {"has_note": "note IS NOT NULL"},
-    "drop": {"positive_amount": "amount > 0"},
-    "quarantine": {"known_country": "country IN ('DE', 'FR', 'NL')"},
+NOTE, AMOUNT, COUNTRY = "note IS NOT NULL", "amount > 0", "country IN ('DE', 'FR', 'NL')"
+EXPECTATIONS = {  # by what the third one does with the rows it sets aside
+    "quarantine": {
+        "warn": {"has_note": NOTE},
+        "drop": {"positive_amount": AMOUNT},
+        "quarantine": {"known_country": COUNTRY},
+    },
+    "drop": {"warn": {"has_note": NOTE}, "drop": {"positive_amount": AMOUNT, "known_country": COUNTRY}},
 }
 FAILING_EVERY = 100  # 1% of the rows fail one expectation, a third of them each
 
@@ -40,6 +46,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     regime = parser.add_mutually_exclusive_group()
     regime.add_argument("--cold", action="store_true", help="only the cold regime")
     regime.add_argument("--warm", action="store_true", help="only the warm regime")
+    parser.add_argument(
+        "--set-aside",
+        choices=sorted(EXPECTATIONS),
+        default="quarantine",
+        help="what the third expectation does with its rows (default quarantine)",
+    )
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--one", nargs=3, metavar=("WORK", "SIDE", "RUN"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -65,7 +77,7 @@ def prepare(spark, work: Path, count: int) -> None:
     spark.createDataFrame(rows(0, count, failing=False)).write.mode("overwrite").parquet(str(work / "seed"))
 
 
-def one_load(spark, work: Path, side: str, run: str, count: int) -> dict:
+def one_load(spark, work: Path, side: str, run: str, count: int, aside: str = "quarantine") -> dict:
     """One timed upsert of the batch into a fresh copy of the target; its seconds and metrics."""
     from airflow_provider_deltamerge import run_load
 
@@ -78,56 +90,57 @@ def one_load(spark, work: Path, side: str, run: str, count: int) -> dict:
         "primary_key": "id",
     }
     run_load(spark.read.parquet(str(work / "seed")), spark=spark, **arguments)
-    expectations = EXPECTATIONS if side == "with" else None
+    expectations = EXPECTATIONS[aside] if side == "with" else None
     started = time.perf_counter()
     info = run_load(
         spark.read.parquet(str(work / "batch")), spark=spark, expectations=expectations, **arguments
     )
     seconds = time.perf_counter() - started
-    verified = _verified(dataset, info.metrics, side, count)
+    verified = _verified(dataset, info.metrics, side, count, aside)
     shutil.rmtree(dataset, ignore_errors=True)
     return {"seconds": seconds, "verified": verified, "metrics": info.metrics}
 
 
-def _verified(dataset: Path, metrics: dict, side: str, count: int) -> bool:
+def _verified(dataset: Path, metrics: dict, side: str, count: int, aside: str) -> bool:
     """The table holds the seed and the batch's new rows (with expectations: less those set aside), and
     the quarantine table the rows quarantined."""
     from deltalake import DeltaTable
 
     batch = rows(count // 2, count, failing=True)
-    aside = [r for r in batch if r["amount"] <= 0 or r["country"] not in ("DE", "FR", "NL")]
-    new = [r for r in batch if r["id"] >= count and (side == "without" or r not in aside)]
+    left_out = [r for r in batch if r["amount"] <= 0 or r["country"] not in ("DE", "FR", "NL")]
+    new = [r for r in batch if r["id"] >= count and (side == "without" or r not in left_out)]
     stored = DeltaTable(str(dataset / "orders")).to_pyarrow_table(columns=["id"]).num_rows
     if side == "without":
         return stored == count + len(new)
-    quarantine = DeltaTable(str(dataset / "_dlt_quarantine_orders")).to_pyarrow_table(columns=["id"])
-    set_aside = metrics["rows_dropped"] + metrics["rows_quarantined"]
-    return (
-        stored == count + len(new)
-        and set_aside == len(aside)
-        and quarantine.num_rows == metrics["rows_quarantined"]
-    )
+    set_aside = metrics["rows_dropped"] + metrics.get("rows_quarantined", 0)
+    if aside == "drop":
+        quarantined = metrics.get("rows_quarantined", 0) == 0
+    else:
+        table = DeltaTable(str(dataset / "_dlt_quarantine_orders")).to_pyarrow_table(columns=["id"])
+        quarantined = table.num_rows == metrics["rows_quarantined"] > 0
+    return stored == count + len(new) and set_aside == len(left_out) and quarantined
 
 
-def warm(spark, work: Path, repeat: int, count: int) -> dict:
+def warm(spark, work: Path, repeat: int, count: int, aside: str) -> dict:
     for side in ("without", "with"):  # untimed first runs
-        one_load(spark, work, side, "warmup", count)
+        one_load(spark, work, side, "warmup", count, aside)
     times: dict[str, list[float]] = {"without": [], "with": []}
     verified = True
     for n in range(repeat):
         for side in ("without", "with") if n % 2 == 0 else ("with", "without"):
-            result = one_load(spark, work, side, str(n), count)
+            result = one_load(spark, work, side, str(n), count, aside)
             times[side].append(result["seconds"])
             verified &= result["verified"]
     return _summary(times, verified)
 
 
-def cold(work: Path, repeat: int, count: int) -> dict:
+def cold(work: Path, repeat: int, count: int, aside: str) -> dict:
     times: dict[str, list[float]] = {"without": [], "with": []}
     verified = True
     for n in range(repeat):
         for side in ("without", "with") if n % 2 == 0 else ("with", "without"):
-            command = [sys.executable, __file__, "--rows", str(count), "--one", str(work), side, f"cold{n}"]
+            command = [sys.executable, __file__, "--rows", str(count), "--set-aside", aside]
+            command += ["--one", str(work), side, f"cold{n}"]
             result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
             times[side].append(result["seconds"])
             verified &= result["verified"]
@@ -157,7 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
     if args.one:  # a cold run's child process: one load, its result as JSON on stdout
         work, side, run = args.one
-        result = one_load(spark_session(), Path(work), side, run, args.rows)
+        result = one_load(spark_session(), Path(work), side, run, args.rows, args.set_aside)
         print(json.dumps({"seconds": result["seconds"], "verified": result["verified"]}))
         return result
     work = Path(tempfile.mkdtemp(prefix="bench-expectations-"))
@@ -167,16 +180,19 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         spark = spark_session()
         prepare(spark, work, args.rows)
-        report: dict = {"rows": args.rows, "repeat": args.repeat}
+        report: dict = {"rows": args.rows, "repeat": args.repeat, "set_aside": args.set_aside}
         if not args.cold:
-            report["warm"] = warm(spark, work, args.repeat, args.rows)
+            report["warm"] = warm(spark, work, args.repeat, args.rows, args.set_aside)
         if own_session:  # an idle session's JVM still takes CPU time from the cold runs' processes
             spark.stop()
         if not args.warm:
-            report["cold"] = cold(work, args.repeat, args.rows)
+            report["cold"] = cold(work, args.repeat, args.rows, args.set_aside)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"expectations on an upsert of {args.rows:,} rows into {args.rows:,} (1% failing), median seconds")
+    print(
+        f"expectations (warn, drop, {args.set_aside}) on an upsert of {args.rows:,} rows into {args.rows:,} "
+        "(1% failing), median seconds"
+    )
     for regime in ("cold", "warm"):
         if regime in report:
             found = report[regime]

@@ -173,14 +173,19 @@ def test_the_cold_report_holds_p2_to_dlts_fresh_upsert_and_reports_the_earlier_m
     assert "P2 cold run_load with its input's definition / dlt" not in names  # runs that timed it inside
 
 
-def test_a_tiny_expectations_benchmark_verifies_both_sides_and_reports_their_ratio(spark, tmp_path, capsys):
+@pytest.mark.parametrize("set_aside", ["quarantine", "drop"])
+def test_a_tiny_expectations_benchmark_verifies_both_sides_and_reports_their_ratio(
+    spark, tmp_path, capsys, set_aside
+):
     sys.path.insert(0, str(BENCHMARKS))
     try:
         import bench_expectations
     finally:
         sys.path.remove(str(BENCHMARKS))
     out = tmp_path / "expectations.json"
-    report = bench_expectations.main(["--rows", "600", "--repeat", "1", "--warm", "--out", str(out)])
+    arguments = ["--rows", "600", "--repeat", "1", "--warm", "--set-aside", set_aside, "--out", str(out)]
+    report = bench_expectations.main(arguments)
     assert report == json.loads(out.read_text()) and "cold" not in report
     assert report["warm"]["verified"] and report["warm"]["ratio"] > 0
+    assert report["set_aside"] == set_aside
     assert "warm: without" in capsys.readouterr().out
