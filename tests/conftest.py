@@ -117,8 +117,8 @@ def writer_backend(request, monkeypatch):
         monkeypatch.setattr(
             module,
             "select_writer",
-            lambda chosen, spark, options=None, batch_bytes=None: select(
-                backend if chosen == "auto" else chosen, spark, options
+            lambda chosen, spark, options=None, batch_bytes=None, table_path=None: select(
+                backend if chosen == "auto" else chosen, spark, options, table_path=table_path
             ),
         )
     return backend

@@ -122,7 +122,9 @@ def use_writer(monkeypatch):
     def use(writer):
         for module in (load, batch_writer):  # the writer a load starts with, and auto's choice by the batch
             monkeypatch.setattr(
-                module, "select_writer", lambda backend, spark, options=None, batch_bytes=None: writer
+                module,
+                "select_writer",
+                lambda backend, spark, options=None, batch_bytes=None, table_path=None: writer,
             )
 
     return use
