@@ -37,6 +37,7 @@ def unregistered_attempt(request: LoadRequest) -> LoadInfo | None:
     finished now. None where no earlier attempt of the run recorded a load of the table."""
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)
     earlier = reruns.earlier_loads_of_run(request.run, stored.loads_of(request.pipeline, request.table))
-    if not earlier:
+    interrupted = reruns.first_of_latest_attempt(earlier)  # a task of several batches: its first
+    if interrupted is None:
         return None
-    return earlier_loads.finish_earlier_attempt(request, stored, earlier[-1])
+    return earlier_loads.finish_earlier_attempt(request, stored, interrupted)

@@ -33,7 +33,8 @@ def applied_by_another(request: LoadRequest, writer, load_id: str, stream: str) 
 def finish_earlier_attempt(request: LoadRequest, stored: store.StoreSnapshot, row: dict) -> LoadInfo | None:
     """An earlier attempt of this run loaded the table (`row`, its `_dlt_loads` row: plan/reruns.py's
     `load_to_finish`): this attempt returns that load instead of loading again. A load recorded from its
-    commit is marked finished, so that a later re-run of the run (the task cleared) loads again."""
+    commit is marked finished, so that a later re-run of the run (the task cleared) loads again; and the
+    load is marked as this attempt's, so that the batches this attempt loads after it do not replace it."""
     log.warning(
         "attempt %s of run %s finishes load %s of %s, which an earlier attempt committed; nothing is "
         "applied again",
@@ -43,8 +44,10 @@ def finish_earlier_attempt(request: LoadRequest, stored: store.StoreSnapshot, ro
         request.table_path,
     )
     metrics = row["metrics"] or {}
-    if metrics.get(reruns.RECORDED_FROM_COMMIT):
-        finished = {k: v for k, v in metrics.items() if k != reruns.RECORDED_FROM_COMMIT}
+    finished = {k: v for k, v in metrics.items() if k != reruns.RECORDED_FROM_COMMIT}
+    if request.run.try_number is not None:  # this attempt's from now on (plan/reruns.py)
+        finished[reruns.FINISHED_BY_TRY] = request.run.try_number
+    if finished != metrics:
         store.rewrite_load_metrics(stored, row["load_id"], finished)
     return loaded_before(request, stored, row["load_id"])
 

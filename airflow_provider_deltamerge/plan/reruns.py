@@ -32,6 +32,10 @@ MAP_INDEX = "map_index"  # the metrics key that keeps a mapped instance's index 
 # The metrics key of a load recorded from its commit by another load (its own attempt stopped first),
 # until a retry of its run finishes it.
 RECORDED_FROM_COMMIT = "recorded_from_commit"
+# The metrics key of a load an attempt finished instead of loading again: that attempt's, from then on. A
+# task that loads several batches loads them all again in its retry; the batch whose load it finished must
+# not be taken for an earlier attempt's by the batches after it (an append of those would replace it).
+FINISHED_BY_TRY = "finished_by_try"
 
 
 def run_of_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -60,23 +64,40 @@ def earlier_loads_of_run(run: RunContext, recorded: list[dict]) -> list[dict]:
         for row in recorded
         if run.is_same_run(run_of_record(row))
         and row.get("try_number") is not None
-        and row["try_number"] < run.try_number
+        and attempt_of(row) < run.try_number
     ]
+
+
+def attempt_of(row: dict[str, Any]) -> int:
+    """The attempt a recorded load belongs to: the try that made it, or a later one that finished it."""
+    return max(row["try_number"], (row.get("metrics") or {}).get(FINISHED_BY_TRY) or 0)
+
+
+def first_of_latest_attempt(rows: list[dict]) -> dict | None:
+    """Of a run's earlier loads (oldest first), the first that the latest of their attempts made. A task
+    may load several batches into one table, which its retry loads again in the same order: the retry's
+    first call stands for that attempt's first batch, not its last."""
+    if not rows:
+        return None
+    latest = max(attempt_of(row) for row in rows)
+    return next(row for row in rows if attempt_of(row) == latest)
 
 
 def load_to_finish(disposition: WriteDisposition, earlier: list[dict], window) -> dict | None:
     """The run's earlier load this attempt returns instead of loading (its `_dlt_loads` row), or None.
 
-    That is the newest of the run's loads of this window (`model.window.Window` or None) where its
-    attempt stopped before recording it, and the newest of any window where the window is stateful: a
+    That is the first load of this window (`model.window.Window` or None) the run's latest earlier
+    attempt made (`first_of_latest_attempt`) where that attempt stopped before recording it, and the
+    newest of any window where the window is stateful: a
     stateful incremental window starts at the cursor the earlier load moved, so loading again would not
     load the same rows."""
     stateful = window is not None and window.stateful and disposition.disposition != "replace"
-    candidates = earlier if stateful else _of_window(earlier, window)
-    if not candidates:
+    if stateful:
+        return earlier[-1] if earlier else None
+    interrupted = first_of_latest_attempt(_of_window(earlier, window))
+    if interrupted is None or not (interrupted.get("metrics") or {}).get(RECORDED_FROM_COMMIT):
         return None
-    newest = candidates[-1]
-    return newest if stateful or (newest.get("metrics") or {}).get(RECORDED_FROM_COMMIT) else None
+    return interrupted
 
 
 def superseded_load_ids(disposition: WriteDisposition, earlier: list[dict], window) -> tuple[str, ...]:

@@ -222,3 +222,34 @@ def test_a_killed_process_after_its_commit_is_finished_by_the_retry(spark, tmp_p
     assert DeltaTable(f"{killed}/{TABLE}").version() == 1  # nothing applied again
     assert snapshot(killed) == snapshot(clean)
     assert [r["try_number"] for r in store.read_loads(killed)] == [1, 1]
+
+
+@pytest.mark.parametrize("step", ["after_commit", "after_state_row"])
+def test_a_task_loading_several_batches_retried_after_its_first_keeps_every_batch_once(
+    spark, tmp_path, monkeypatch, step
+):
+    """A task that appends two batches into one table (no window): its first attempt stops after the
+    first batch's commit (unrecorded, or recorded). The retry loads both batches again, as the task does:
+    the first batch's call finishes or replaces the earlier attempt's load, and the second batch's call
+    must not take that load away. The table then holds each batch once."""
+    dataset = str(tmp_path / "lake")
+    first, second = rows_between(1, 3), rows_between(4, 6)
+
+    def load(rows, try_number):
+        return run_load(
+            rows,
+            spark=spark,
+            dataset=dataset,
+            table_name=TABLE,
+            run_context=run_context("manual__batches", try_number),
+        )
+
+    monkeypatch.setenv("DELTAMERGE_FAIL_AT", step)
+    with pytest.raises(InjectedFault):
+        load(first, 1)
+    monkeypatch.delenv("DELTAMERGE_FAIL_AT")
+    load(first, 2)
+    load(second, 2)
+
+    stored = sorted(r["id"] for r in DeltaTable(f"{dataset}/{TABLE}").to_pyarrow_table().to_pylist())
+    assert stored == [1, 2, 3, 4, 5, 6]

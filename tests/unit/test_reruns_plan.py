@@ -120,3 +120,74 @@ def test_siblings_are_other_map_indexes_of_the_same_run_only():
     ]
     assert reruns.sibling_load_ids(run, loads, []) == ("1",)
     assert reruns.sibling_load_ids(RunContext(dag_id="d", task_id="t", run_id="r"), loads, []) == ()
+
+
+BATCHES = 2  # a task that loads two batches into one table, in the same order in every attempt
+STOPS = ("succeeds",) + tuple(
+    f"stops_{when}_commit_of_{batch}" for batch in range(BATCHES) for when in ("before", "after")
+)
+
+
+class BatchesModel(Model):
+    """The model of a task that loads BATCHES batches (no window) in each attempt, and an attempt that
+    stops at one of them, before or after its commit. A finished load is marked as its finisher's, as
+    load/earlier_loads.py's finish_earlier_attempt does."""
+
+    def attempt(self, run_id: str, map_index, outcome: str) -> None:
+        key = (run_id, map_index)
+        self.tries[key] = self.tries.get(key, 0) + 1
+        run = RunContext(
+            dag_id="d", task_id="t", run_id=run_id, map_index=map_index, try_number=self.tries[key]
+        )
+        for batch in range(BATCHES):
+            for row in self.unrecorded:  # recovery, at the start of every load
+                self.loads.append({**row, "metrics": {**row["metrics"], reruns.RECORDED_FROM_COMMIT: True}})
+            self.unrecorded = []
+            earlier = reruns.earlier_loads_of_run(run, self.loads)
+            finished = reruns.load_to_finish(APPEND, earlier, None)
+            if finished is not None:
+                finished["metrics"].pop(reruns.RECORDED_FROM_COMMIT, None)
+                finished["metrics"][reruns.FINISHED_BY_TRY] = run.try_number
+                continue
+            if outcome == f"stops_before_commit_of_{batch}":
+                return
+            self.next_id += 1
+            load_id = f"{self.next_id}.000000"
+            superseded = reruns.superseded_load_ids(APPEND, earlier, None)
+            rows = f"{run_id}/{map_index}/b{batch}/try{self.tries[key]}"
+            self.table = [(i, r) for i, r in self.table if i not in superseded] + [(load_id, rows)] * 2
+            row = {
+                "load_id": load_id,
+                "dag_id": "d",
+                "task_id": "t",
+                "run_id": run_id,
+                "try_number": self.tries[key],
+                "window_start": None,
+                "window_end": None,
+                "metrics": reruns.map_index_metrics(run),
+            }
+            stops = outcome == f"stops_after_commit_of_{batch}"
+            (self.unrecorded if stops else self.loads).append(row)
+            if stops:
+                return
+
+
+@pytest.mark.parametrize("length", [1, 2, 3])
+def test_a_task_of_several_batches_keeps_each_batch_once_whatever_the_attempts(length):
+    """A retry's first batch may finish the load an interrupted attempt committed; the batches after it
+    then must not replace that load. No batch is ever in the table twice, and a run whose latest attempt
+    succeeded has every batch in it exactly once."""
+    steps = list(itertools.product((("r1", None), ("r2", None)), STOPS))
+    for sequence in itertools.product(steps, repeat=length):
+        model = BatchesModel()
+        last = {}
+        for (run_id, map_index), outcome in sequence:
+            model.attempt(run_id, map_index, outcome)
+            last[f"{run_id}/{map_index}"] = outcome
+        loads_of = {}
+        for load_id, rows in model.table:
+            loads_of.setdefault(rows.rsplit("/", 1)[0], set()).add(load_id)
+        assert all(len(ids) == 1 for ids in loads_of.values()), (sequence, model.table)  # never twice
+        for run, outcome in last.items():
+            if outcome == "succeeds":
+                assert all(f"{run}/b{b}" in loads_of for b in range(BATCHES)), (sequence, model.table)
