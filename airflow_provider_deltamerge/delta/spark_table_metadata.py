@@ -11,35 +11,55 @@ job; elsewhere, and on anything unexpected from Delta's internals, DESCRIBE DETA
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def partitions_and_id(spark, delta_table, location: str | None, version: int) -> tuple[tuple[str, ...], str]:
     """(partition columns, Delta id) of the table at `version` (`location`: its path; None for a table
     Delta knows only by name, which DESCRIBE DETAIL answers for)."""
-    metadata = _metadata_in_jvm(spark, location, version)
-    if metadata is not None:
-        try:
-            columns = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(metadata.partitionColumns())
-            return tuple(str(c) for c in columns), str(metadata.id())
-        except Exception as unexpected:  # Delta's internals differ in this release
-            _fall_back(location, unexpected)
+
+    def from_metadata(metadata) -> tuple[tuple[str, ...], str]:
+        return tuple(str(c) for c in _as_java(spark, metadata.partitionColumns())), str(metadata.id())
+
+    found = _read_in_jvm(spark, location, version, from_metadata)
+    if found is not None:
+        return found
     detail = delta_table.detail().select("partitionColumns", "id").first()
     return tuple(detail[0] or ()), detail[1]
 
 
 def properties(spark, delta_table, location: str | None, version: int) -> dict[str, str]:
     """The table's properties at `version` (`metaData.configuration`, what DESCRIBE DETAIL reports)."""
-    metadata = _metadata_in_jvm(spark, location, version)
-    if metadata is not None:
-        try:
-            configuration = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(metadata.configuration())
-            return {str(k): str(v) for k, v in configuration.items()}
-        except Exception as unexpected:
-            _fall_back(location, unexpected)
+
+    def from_metadata(metadata) -> dict[str, str]:
+        return {str(k): str(v) for k, v in _as_java(spark, metadata.configuration()).items()}
+
+    found = _read_in_jvm(spark, location, version, from_metadata)
+    if found is not None:
+        return found
     detail = delta_table.detail().select("properties").first()
     return dict(detail[0] or {})
+
+
+def _read_in_jvm(spark, location: str | None, version: int, read: Callable[[Any], T]) -> T | None:
+    """`read(metadata)` of the snapshot Delta's log holds in the session's JVM at `version`; None where
+    there is none, or Delta's internals answer otherwise than expected."""
+    metadata = _metadata_in_jvm(spark, location, version)
+    if metadata is None:
+        return None
+    try:
+        return read(metadata)
+    except Exception as unexpected:  # Delta's internals differ in this release
+        _fall_back(location, unexpected)
+        return None
+
+
+def _as_java(spark, scala_collection):
+    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_collection)
 
 
 def _metadata_in_jvm(spark, location: str | None, version: int):

@@ -162,9 +162,9 @@ def catalog_table_metrics(request: LoadRequest) -> dict[str, str]:
     returns the metrics a load in process returns."""
     if not request.target.in_catalog:
         return {}
-    from ..load.catalog_target import local_path, where_it_lives
+    from ..load.catalog_target import where_it_lives, writer_location
 
-    return where_it_lives(request.placed(local_path(request.dataset)))
+    return where_it_lives(request.placed(writer_location(request.dataset)))
 
 
 def masking_submit_hook(secrets: list[str]) -> type:

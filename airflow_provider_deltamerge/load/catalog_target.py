@@ -77,7 +77,7 @@ def place(spark, request: LoadRequest, writer_name: str) -> Placed:
                 "written.",
             )
         _check_reached(request, folder)
-        return Placed(request.placed(local_path(folder)), catalog)
+        return Placed(request.placed(writer_location(folder)), catalog)
     if entry.kind != "delta":
         raise CatalogError(
             request.table_name,
@@ -135,7 +135,7 @@ def _check_can_register(spark, catalog: Catalog, request: LoadRequest) -> None:
 def _folder_of(request: LoadRequest, location: str | None) -> str:
     """The folder of a table the catalog holds: its location's parent, where the table's folder is named
     as the table (its bookkeeping beside it, as in any dataset)."""
-    path = local_path((location or "").rstrip("/"))
+    path = writer_location((location or "").rstrip("/"))
     folder, _, base = path.rpartition("/")
     if base != request.table or not folder:
         raise CatalogError(
@@ -143,7 +143,7 @@ def _folder_of(request: LoadRequest, location: str | None) -> str:
             f"lives at {location!r}, a folder not named {request.table!r}: a load keeps a table in a folder "
             "named as it, beside its _dlt_loads; load it by its path (dataset and table name) instead",
         )
-    if request.dataset is not None and local_path(request.dataset) != folder:
+    if request.dataset is not None and writer_location(request.dataset) != folder:
         raise CatalogError(
             request.table_name,
             f"lives at {location!r}, not under the dataset {request.dataset!r}: leave dataset out to load "
@@ -152,7 +152,7 @@ def _folder_of(request: LoadRequest, location: str | None) -> str:
     return folder
 
 
-def local_path(location: str) -> str:
+def writer_location(location: str) -> str:
     """A location as the writers take it: Hadoop's `file:/x` and `file:///x` as the path `/x`."""
     if location.startswith("file:"):
         return "/" + location[len("file:") :].lstrip("/")
@@ -193,7 +193,7 @@ def register_tables(placed: Placed) -> list[str]:
         if entry is None:
             catalog.register(schema, name, location)
             registered.append(name)
-        elif entry.location and local_path(entry.location).rstrip("/") != location:
+        elif entry.location and writer_location(entry.location).rstrip("/") != location:
             log.warning(
                 "%s.%s in the catalog is at %s, not at %s: left as it is",
                 schema,
