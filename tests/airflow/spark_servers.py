@@ -198,11 +198,11 @@ def connect_server(
     port = free_port()
     jars = connect_delta_jars() if delta_jars is _CONNECT_JARS else delta_jars
     settings = {
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.connect.grpc.binding.port": str(port),
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
         **(conf or {}),
+        "spark.connect.grpc.binding.address": "127.0.0.1",  # loopback only, whatever `conf` says
+        "spark.connect.grpc.binding.port": str(port),
     }
     command = [
         os.path.join(env["SPARK_HOME"], "bin", "spark-submit"),
