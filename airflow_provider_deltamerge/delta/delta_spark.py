@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError
-from ..model.delta_jars import DELTA_CATALOG, DELTA_EXTENSION
+from ..model.delta_jars import DELTA_CATALOG, DELTA_CONNECT_PLUGINS, DELTA_EXTENSION
 from ..plan.merge import MergePlan, Operation
 from . import spark_table_metadata, unique_keys
 from .delta_rs import TARGET_FILE_BYTES, counted_in_log
@@ -121,11 +121,8 @@ def delta_spark_status(spark) -> tuple[bool, str]:
 def _probe_delta_classes(spark) -> tuple[bool, str]:
     """Look io.delta.tables.DeltaTable up as delta-spark does (py4j, driver class path); downloads nothing."""
     jvm = getattr(spark, "_jvm", None)
-    if jvm is None:  # Spark Connect: the server's class path is not visible; its conf is
-        extensions = spark.conf.get("spark.sql.extensions", None) or ""
-        if DELTA_EXTENSION in extensions:
-            return True, f"the Spark Connect server has {DELTA_EXTENSION} configured"
-        return False, f"the Spark Connect server does not list {DELTA_EXTENSION} in spark.sql.extensions"
+    if jvm is None:
+        return _probe_connect_server(spark)
     from py4j.java_gateway import JavaClass
 
     node = jvm
@@ -144,6 +141,24 @@ def _probe_delta_classes(spark) -> tuple[bool, str]:
             DELTA_CATALOG,
         )
     return True, f"{DELTA_TABLE_CLASS} loads in this Spark session"
+
+
+def _probe_connect_server(spark) -> tuple[bool, str]:
+    """Spark Connect: the server's class path is not visible, its conf is. delta-spark needs Delta's SQL
+    extension there, and Delta Connect's plugins, through which DeltaTable's calls reach the server."""
+    if DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", None) or ""):
+        return False, f"the Spark Connect server does not list {DELTA_EXTENSION} in spark.sql.extensions"
+    missing = [
+        f"{key}={plugin}"
+        for key, plugin in DELTA_CONNECT_PLUGINS.items()
+        if plugin not in (spark.conf.get(key, None) or "")
+    ]
+    if missing:
+        return False, (
+            f"the Spark Connect server has {DELTA_EXTENSION} but not Delta Connect's plugins, through which "
+            f"DeltaTable's calls reach it (delta-connect-server's jar and {', '.join(missing)})"
+        )
+    return True, f"the Spark Connect server has {DELTA_EXTENSION} and Delta Connect's plugins"
 
 
 @contextmanager

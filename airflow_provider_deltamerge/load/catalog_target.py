@@ -64,10 +64,13 @@ def place(spark, request: LoadRequest, writer_name: str) -> Placed:
     written where the name cannot be loaded as given."""
     catalog = catalog_of(spark, request)
     schema, name = request.target.schema, request.table
-    _check_schema(catalog, request)
-    entry = catalog.table(schema, name)
+    held = _check_schema(catalog, request)
+    entry = catalog.table(schema, name) if held else None
     if entry is None:
-        _check_can_register(spark, catalog, request)
+        _check_can_register(spark, catalog, request)  # before a schema is created for the table
+        if not held:
+            catalog.create_schema(schema, request.dataset)
+            log.info("schema %s created in the catalog", schema)
         folder = request.dataset or catalog.schema_location(schema)
         if not folder:
             raise CatalogError(
@@ -100,15 +103,14 @@ def _check_reached(request: LoadRequest, location: str | None) -> None:
     check_location_reached(request.table_name, location, request.storage_options, request.dataset)
 
 
-def _check_schema(catalog: Catalog, request: LoadRequest) -> None:
+def _check_schema(catalog: Catalog, request: LoadRequest) -> bool:
+    """Whether the catalog holds the table's schema; False where it is to be created (create_schema)."""
     schema = request.target.schema
     held = catalog.schemas()
     if schema in held or schema.lower() in held:
-        return
+        return True
     if request.create_schema:
-        catalog.create_schema(schema, request.dataset)
-        log.info("schema %s created in the catalog", schema)
-        return
+        return False
     raise CatalogError(
         request.table_name,
         f"the catalog holds no schema {schema!r} (it holds: {', '.join(held) or 'none'}); create it, or "

@@ -31,6 +31,12 @@ from ..errors import ConfigError
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# A Spark Connect server's settings that let delta-spark's DeltaTable calls reach Delta on it (the plugins
+# live in Delta's delta-connect-server jar).
+DELTA_CONNECT_PLUGINS = {
+    "spark.connect.extensions.relation.classes": "org.apache.spark.sql.connect.delta.DeltaRelationPlugin",
+    "spark.connect.extensions.command.classes": "org.apache.spark.sql.connect.delta.DeltaCommandPlugin",
+}
 ENV_VAR = "DELTA_SPARK_JARS"
 OPTION_KEYS = ("jars", "packages", "allow_download")
 # Spark confs holding comma-separated lists: merged, never overwritten.

@@ -56,11 +56,13 @@ def spark_env(**extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def running(command: list[str], log_file: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    """Run a server in its own process group; stop the whole group on exit."""
+def running(
+    command: list[str], log_file: Path, env: dict[str, str], cwd: Path | None = None
+) -> Iterator[subprocess.Popen]:
+    """Run a server in its own process group (in `cwd`, where given); stop the whole group on exit."""
     with open(log_file, "wb") as log:
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
         )
     try:
         yield process
@@ -148,20 +150,18 @@ def standalone_cluster(work_dir: Path, worker_cores: int = 2, worker_memory: str
             yield master_url
 
 
-DELTA_CONNECT_PLUGINS = {
-    "spark.connect.extensions.relation.classes": "org.apache.spark.sql.connect.delta.DeltaRelationPlugin",
-    "spark.connect.extensions.command.classes": "org.apache.spark.sql.connect.delta.DeltaCommandPlugin",
-}
-
-
 def connect_delta_jars():
     """The jars DELTA_SPARK_JARS names where they hold Delta Connect's server plugin, which the
     delta-spark writer's DeltaTable calls need through Connect; else None (the server runs without Delta)."""
     from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
 
     jars = delta_jars_from_env()
-    has_plugin = jars is not None and any("delta-connect-server" in j.rsplit("/", 1)[-1] for j in jars.jars)
-    return jars if has_plugin else None
+    return jars if holds_connect_plugins(jars) else None
+
+
+def holds_connect_plugins(jars) -> bool:
+    """Whether the jars hold Delta Connect's server plugin."""
+    return jars is not None and any("delta-connect-server" in j.rsplit("/", 1)[-1] for j in jars.jars)
 
 
 def connect_writer() -> str:
@@ -169,21 +169,41 @@ def connect_writer() -> str:
     return expected_writer() if connect_delta_jars() else "delta-rs"
 
 
-def _delta_args() -> list[str]:
-    jars = connect_delta_jars()
+def _delta_args(jars) -> list[str]:
+    """spark-submit arguments of Delta's jars and SQL settings, and Delta Connect's plugins where the jars
+    hold them; none without jars."""
+    from airflow_provider_deltamerge.model.delta_jars import DELTA_CONNECT_PLUGINS
+
     if jars is None:
         return []
-    return jars.spark_submit_args() + [
-        a for k, v in DELTA_CONNECT_PLUGINS.items() for a in ("--conf", f"{k}={v}")
-    ]
+    plugins = DELTA_CONNECT_PLUGINS if holds_connect_plugins(jars) else {}
+    return jars.spark_submit_args() + [a for k, v in plugins.items() for a in ("--conf", f"{k}={v}")]
+
+
+_CONNECT_JARS = object()  # connect_server's default: the jars connect_delta_jars() gives
 
 
 @contextlib.contextmanager
-def connect_server(work_dir: Path, token: str | None = None) -> Iterator[int]:
-    """A Spark Connect server (local[2]) on 127.0.0.1; yields its port. With a token, it requires it."""
+def connect_server(
+    work_dir: Path,
+    token: str | None = None,
+    conf: dict[str, str] | None = None,
+    delta_jars=_CONNECT_JARS,
+) -> Iterator[int]:
+    """A Spark Connect server (local[2]) on 127.0.0.1; yields its port. With a token, it requires it.
+    `conf`: more settings of the server (a Hive metastore's); `delta_jars`: Delta's jars on its class path
+    with Delta's SQL settings (None: no Delta), by default those of connect_delta_jars()."""
     work_dir.mkdir(parents=True, exist_ok=True)
     env = spark_env(**({"SPARK_CONNECT_AUTHENTICATE_TOKEN": token} if token else {}))
     port = free_port()
+    jars = connect_delta_jars() if delta_jars is _CONNECT_JARS else delta_jars
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        **(conf or {}),
+        "spark.connect.grpc.binding.address": "127.0.0.1",  # loopback only, whatever `conf` says
+        "spark.connect.grpc.binding.port": str(port),
+    }
     command = [
         os.path.join(env["SPARK_HOME"], "bin", "spark-submit"),
         "--master",
@@ -192,18 +212,11 @@ def connect_server(work_dir: Path, token: str | None = None) -> Iterator[int]:
         "org.apache.spark.sql.connect.service.SparkConnectServer",
         "--name",
         "deltamerge-test-connect",
-        "--conf",
-        "spark.connect.grpc.binding.address=127.0.0.1",
-        "--conf",
-        f"spark.connect.grpc.binding.port={port}",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.session.timeZone=UTC",
-        *_delta_args(),
+        *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}")),
+        *_delta_args(jars),
         "spark-internal",
     ]
     log_file = work_dir / "connect.log"
-    with running(command, log_file, env) as server:
+    with running(command, log_file, env, cwd=work_dir) as server:
         wait_until(lambda: port_open(port), "spark connect server", log_file, server)
         yield port
