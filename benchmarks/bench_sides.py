@@ -20,7 +20,7 @@ from workload import EPOCH_SECONDS, Size, existing_id, expected_rows, new_id, up
 
 from airflow_provider_deltamerge import run_load
 from airflow_provider_deltamerge.delta.arrow_stream import arrow_schema, record_batches
-from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
+from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 from airflow_provider_deltamerge.model.run import new_load_id
 from airflow_provider_deltamerge.spark.frames import short_hash
 from airflow_provider_deltamerge.spark.session import default_session

@@ -100,7 +100,7 @@ def writer_backend(request, monkeypatch):
             pytest.skip("this module does not depend on the writer; it runs once")
         return None
     if backend == "delta-spark":
-        from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
+        from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 
         available, why = delta_spark_status(request.getfixturevalue("spark"))
         if not available:

@@ -13,7 +13,8 @@ from ..model.checks import choice
 from ..model.options import BACKENDS
 from ..model.storage import unsafe_commits
 from .delta_rs import DeltaRsWriter
-from .delta_spark import DeltaSparkWriter, delta_spark_status
+from .delta_spark import DeltaSparkWriter
+from .delta_spark_status import delta_spark_status
 from .spark_file_systems import missing_file_system_advice, path_scheme, spark_reaches
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..delta import store
 from ..delta.child_tables import existing_child_tables
-from ..delta.delta_spark import delta_spark_status
+from ..delta.delta_spark_status import delta_spark_status
 from ..errors import CatalogError
 from ..model.catalog import Catalog, check_location_reached
 from ..model.cdc import tombstones_table

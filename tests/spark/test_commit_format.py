@@ -23,11 +23,8 @@ from deltalake.exceptions import TableNotFoundError
 from airflow_provider_deltamerge import load, run_load
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.delta.delta_rs import DeltaRsWriter, spark_to_arrow
-from airflow_provider_deltamerge.delta.delta_spark import (
-    HISTORY_COLUMNS,
-    DeltaSparkWriter,
-    delta_spark_status,
-)
+from airflow_provider_deltamerge.delta.delta_spark import HISTORY_COLUMNS, DeltaSparkWriter
+from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 from airflow_provider_deltamerge.delta.spark_sql import write_options
 from airflow_provider_deltamerge.delta.writer import (
     METADATA_PREFIX,

@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
+from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 from tests.helpers import read_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.writer_independent]

@@ -13,7 +13,7 @@ from airflow_provider_deltamerge import (
     SourceError,
     run_load,
 )
-from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
+from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 from airflow_provider_deltamerge.delta.selection import select_writer
 from tests.helpers import ordered, read_rows, table_version
 

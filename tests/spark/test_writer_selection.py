@@ -14,9 +14,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from airflow_provider_deltamerge import run_load
-from airflow_provider_deltamerge.delta import delta_spark
+from airflow_provider_deltamerge.delta import delta_spark_status as spark_status
 from airflow_provider_deltamerge.delta.delta_rs import DeltaRsWriter
-from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter, delta_spark_status, session_conf
+from airflow_provider_deltamerge.delta.delta_spark import DeltaSparkWriter, session_conf
+from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 from airflow_provider_deltamerge.delta.selection import AUTO_DELTA_RS_MAX_ENV, select_writer
 from airflow_provider_deltamerge.delta.spark_file_systems import spark_reaches
 from airflow_provider_deltamerge.delta.spark_sql import (
@@ -141,9 +142,9 @@ def test_auto_takes_delta_spark_for_a_local_table_whatever_the_batch(spark, writ
 
 def test_the_class_check_runs_once_per_session(spark, monkeypatch):
     probes = []
-    real_probe = delta_spark._probe_delta_classes
-    monkeypatch.setattr(delta_spark, "_probe_delta_classes", lambda s: probes.append(s) or real_probe(s))
-    monkeypatch.setattr(delta_spark, "_availability", type(delta_spark._availability)())
+    real_probe = spark_status._probe_delta_classes
+    monkeypatch.setattr(spark_status, "_probe_delta_classes", lambda s: probes.append(s) or real_probe(s))
+    monkeypatch.setattr(spark_status, "_availability", type(spark_status._availability)())
     names = {select_writer("auto", spark).name for _ in range(3)}
     assert probes == [spark] and len(names) == 1
 

@@ -190,7 +190,7 @@ def test_a_table_in_the_store_is_checkpointed_every_ten_commits(lake, caplog):
 
 @pytest.fixture
 def delta_classes(spark):
-    from airflow_provider_deltamerge.delta.delta_spark import delta_spark_status
+    from airflow_provider_deltamerge.delta.delta_spark_status import delta_spark_status
 
     available, why = delta_spark_status(spark)
     if not available:
