@@ -49,22 +49,25 @@ class Model:
             return
         if outcome == "stops_before_commit":
             return
+        row = self.commit(run, earlier, f"{run_id}/{map_index}/try{self.tries[key]}")
+        (self.loads if outcome == "succeeds" else self.unrecorded).append(row)
+
+    def commit(self, run: RunContext, earlier: list[dict], batch: str) -> dict:
+        """An append of `batch` (two rows) replacing the loads it supersedes; its `_dlt_loads` row."""
         self.next_id += 1
         load_id = f"{self.next_id}.000000"
         superseded = reruns.superseded_load_ids(APPEND, earlier, None)
-        batch = f"{run_id}/{map_index}/try{self.tries[key]}"
         self.table = [(i, r) for i, r in self.table if i not in superseded] + [(load_id, batch)] * 2
-        row = {
+        return {
             "load_id": load_id,
             "dag_id": "d",
             "task_id": "t",
-            "run_id": run_id,
-            "try_number": self.tries[key],
+            "run_id": run.run_id,
+            "try_number": run.try_number,
             "window_start": None,
             "window_end": None,
             "metrics": reruns.map_index_metrics(run),
         }
-        (self.loads if outcome == "succeeds" else self.unrecorded).append(row)
 
 
 @pytest.mark.parametrize("length", [1, 2, 3, 4])
@@ -151,21 +154,7 @@ class BatchesModel(Model):
                 continue
             if outcome == f"stops_before_commit_of_{batch}":
                 return
-            self.next_id += 1
-            load_id = f"{self.next_id}.000000"
-            superseded = reruns.superseded_load_ids(APPEND, earlier, None)
-            rows = f"{run_id}/{map_index}/b{batch}/try{self.tries[key]}"
-            self.table = [(i, r) for i, r in self.table if i not in superseded] + [(load_id, rows)] * 2
-            row = {
-                "load_id": load_id,
-                "dag_id": "d",
-                "task_id": "t",
-                "run_id": run_id,
-                "try_number": self.tries[key],
-                "window_start": None,
-                "window_end": None,
-                "metrics": reruns.map_index_metrics(run),
-            }
+            row = self.commit(run, earlier, f"{run_id}/{map_index}/b{batch}/try{self.tries[key]}")
             stops = outcome == f"stops_after_commit_of_{batch}"
             (self.unrecorded if stops else self.loads).append(row)
             if stops:
