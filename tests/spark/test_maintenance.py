@@ -362,7 +362,14 @@ class Recording:
 
 
 class SessionConf(dict):
-    """spark.conf of a Spark Connect session whose server has Delta's extension configured."""
+    """spark.conf of a Spark Connect session whose server has Delta's extension and Delta Connect's
+    plugins configured."""
+
+    @classmethod
+    def with_delta(cls) -> SessionConf:
+        from airflow_provider_deltamerge.model.delta_jars import DELTA_CONNECT_PLUGINS, DELTA_EXTENSION
+
+        return cls({"spark.sql.extensions": DELTA_EXTENSION, **DELTA_CONNECT_PLUGINS})
 
     def get(self, key, default=None):
         return super().get(key, default)
@@ -390,9 +397,7 @@ def delta_session(conf, properties: dict, columns: list[str], partitions: list[s
 def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatch, force):
     from delta import tables
 
-    from airflow_provider_deltamerge.model.delta_jars import DELTA_EXTENSION
-
-    calls, conf = [], SessionConf({"spark.sql.extensions": DELTA_EXTENSION})
+    calls, conf = [], SessionConf.with_delta()
     retention = {"delta.deletedFileRetentionDuration": "interval 1 day"}
     spark = delta_session(conf, retention, ["id", "day", "v"], ["day"])
     commits = [{"version": 7, "operation": "WRITE", "operationMetrics": {}}]
@@ -446,9 +451,7 @@ def test_delta_spark_runs_z_order_and_vacuum_with_deltas_own_commands(monkeypatc
 def test_delta_spark_refuses_z_order_by_a_partition_column(monkeypatch):
     from delta import tables
 
-    from airflow_provider_deltamerge.model.delta_jars import DELTA_EXTENSION
-
-    calls, conf = [], SessionConf({"spark.sql.extensions": DELTA_EXTENSION})
+    calls, conf = [], SessionConf.with_delta()
     spark = delta_session(conf, {}, ["id", "day", "v"], ["day"])
     results = {
         "isDeltaTable": True,
