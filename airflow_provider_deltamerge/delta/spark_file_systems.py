@@ -5,18 +5,14 @@ scheme."""
 
 from __future__ import annotations
 
-import logging
 from urllib.parse import urlsplit
 
-log = logging.getLogger(__name__)
-
-LOCAL_SCHEMES = ("", "file")
+from .locking import local_path
 
 
 def path_scheme(path: str) -> str:
-    """The URI scheme of a table path, lower case; "" for a plain local path (Windows drives included)."""
-    scheme = urlsplit(path).scheme.lower()
-    return "" if len(scheme) == 1 else scheme  # `C:\data` is a drive, not a scheme
+    """The URI scheme of a table path, lower case; "" for a local one (`locking.local_path`'s answer)."""
+    return "" if local_path(path) is not None else urlsplit(path).scheme.lower()
 
 
 def spark_reaches(spark, path: str) -> tuple[bool, str]:
@@ -24,7 +20,7 @@ def spark_reaches(spark, path: str) -> tuple[bool, str]:
     scheme that loads (`FileSystem.getFileSystemClass`, as Spark's own reads look it up). Local paths always;
     a Spark Connect session's server is not visible from here, so it is taken to reach what it is given."""
     scheme = path_scheme(path)
-    if scheme in LOCAL_SCHEMES:
+    if not scheme:
         return True, "a local path"
     context = getattr(spark, "_jsc", None)
     jvm = getattr(spark, "_jvm", None)
