@@ -11,7 +11,7 @@ from datetime import date, datetime
 
 from ..model.naming import backticked
 from ..plan.expressions import SOURCE, TARGET, Expr, render
-from ..plan.merge import Clause, MergePlan, Operation
+from ..plan.merge import Clause, MergePlan, Operation, SourceShape
 from .writer import USER_METADATA, CommitRequest
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -21,9 +21,11 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 # holding a timestamp past 2262 (scd2's 9999-12-31 marker) could no longer be read by them.
 PARQUET_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 TIMESTAMP_MICROS = "TIMESTAMP_MICROS"
-# A MERGE writes as many files as the session's shuffle leaves partitions, unless Delta's optimized write
-# bins its output by size first: then the same batch on the same table writes the same files anywhere.
-OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
+# Delta copies a MERGE's source before reading it twice, unless the source is only Delta scans. A
+# source made of the staged batch alone is a local checkpoint already (spark/stage.py): the same rows at
+# each read, so a second copy would only cost a pass over the batch.
+MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
+STAGED_ONLY = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
 
 
 class SparkSqlDialect:
@@ -131,11 +133,12 @@ def txn_options(request: CommitRequest) -> dict[str, str]:
 
 def commit_session_conf(plan: MergePlan, request: CommitRequest) -> dict[str, str]:
     """Session confs for the duration of one commit: timestamps as INT64 microseconds always; for a MERGE
-    also the load's commit metadata and txn, which a MERGE takes only from the session (no options), and
-    Delta's optimized write, so that its files do not follow the session's partitioning."""
+    also the load's commit metadata and txn, which a MERGE takes only from the session (no options), and,
+    where its source is the staged batch alone, no second copy of it (MATERIALIZE_SOURCE_CONF)."""
     conf = {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
     if plan.operation is Operation.MERGE:
-        conf[OPTIMIZE_WRITE_CONF] = "true"
+        if plan.source in STAGED_ONLY and not plan.on_snapshot:
+            conf[MATERIALIZE_SOURCE_CONF] = "none"
         conf[USER_METADATA_CONF] = request.user_metadata()
         conf[TXN_APP_ID_CONF] = request.app_id
         conf[TXN_VERSION_CONF] = str(request.txn_version)

@@ -25,7 +25,7 @@ from airflow_provider_deltamerge.delta.delta_spark import (
     load_table,
 )
 from airflow_provider_deltamerge.delta.spark_sql import (
-    OPTIMIZE_WRITE_CONF,
+    MATERIALIZE_SOURCE_CONF,
     PARQUET_TIMESTAMP_CONF,
     TIMESTAMP_MICROS,
     TXN_APP_ID_CONF,
@@ -345,11 +345,26 @@ def test_merge_gets_metadata_and_txn_as_session_confs_and_every_commit_microseco
         TXN_APP_ID_CONF: "deltamerge:shop:items",
         TXN_VERSION_CONF: "1712687273734235",
         PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS,
-        OPTIMIZE_WRITE_CONF: "true",
+        MATERIALIZE_SOURCE_CONF: "none",  # the staged batch is a local checkpoint: Delta copies it no more
     }
     for disposition in ("append", "replace"):  # writes take metadata and txn as options
         conf = commit_session_conf(write_plan(disposition), REQUEST)
         assert conf == {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        merge("delete-insert", TableHints(primary_key=("id",), merge_key=("day",))),
+        merge("upsert", TableHints(primary_key=("id",), sequence_by=("ts",))),
+    ],
+    ids=["delete-insert-on-both-keys", "upsert-of-events"],
+)
+def test_a_merge_whose_source_reads_a_table_leaves_the_copy_of_its_source_to_delta(plan):
+    """A source joined with the target's rows, or filtered by tombstones read at a version, is not the
+    staged checkpoint alone: Delta decides whether to copy it, as it always does."""
+    assert plan.needs_target_read or plan.on_snapshot
+    assert MATERIALIZE_SOURCE_CONF not in commit_session_conf(plan, REQUEST)
 
 
 def test_every_session_we_build_writes_timestamps_as_int64_microseconds():
@@ -682,7 +697,7 @@ class MergeStandIn:
         return call
 
     def execute(self):
-        table, conf = self.table, self.table.session.conf
+        table = self.table
         start = table.version()
         for land in table.during_merge:
             land()
@@ -692,7 +707,7 @@ class MergeStandIn:
                 raise delta_exception(
                     ConcurrentAppendException, f"files were added to {row['added']} by a concurrent update"
                 )
-        files = 1 if conf.get(OPTIMIZE_WRITE_CONF) == "true" else table.session.shuffle_partitions
+        files = table.session.shuffle_partitions  # a file per partition of the MERGE's shuffle
         metrics = {"numSourceRows": "2", "numTargetRowsInserted": "1", "numTargetFilesAdded": str(files)}
         table.commit("MERGE", metrics)
 
@@ -802,7 +817,7 @@ def commit_with(stand_in, plan, target="/lake/items", version=4):
 def test_a_merge_neither_counts_nor_describes_the_table_and_reads_only_the_newest_commit(stand_in):
     result = commit_with(stand_in, merge("upsert", TableHints(primary_key=("id",))))
 
-    metrics = {"numSourceRows": 2, "numTargetRowsInserted": 1, "numTargetFilesAdded": 1}
+    metrics = {"numSourceRows": 2, "numTargetRowsInserted": 1, "numTargetFilesAdded": 2}  # a file a partition
     assert (result.version, result.metrics) == (5, metrics)
     assert not [c for c in stand_in.calls if c[0] in {"detail", "snapshot.count"}]
     # one read of the newest commit, after it: a merge runs on the table as Delta finds it
@@ -910,12 +925,11 @@ def test_a_merge_spanning_its_partitions_conflicts_with_a_load_into_one_between(
     assert stand_in.version() == 5  # the load into day 3 only
 
 
-WINDOW_AND_UPSERT = [write_plan("append", Lit(True)), merge("upsert", TableHints(primary_key=("id",)))]
-
-
-@pytest.mark.parametrize("plan", WINDOW_AND_UPSERT, ids=["window-overwrite", "upsert"])
-def test_a_commit_adds_the_same_files_whichever_session_makes_it(monkeypatch, plan):
-    """A load finished by another process (a retry after a kill) records what a clean run records."""
+def test_a_write_adds_the_same_files_whichever_session_makes_it(monkeypatch):
+    """A write is split by the batch's size, not by the session's partitioning. (A MERGE writes as
+    Delta's MERGE does on the session's settings: a retry on a session like the first run's adds as many
+    files.)"""
     sessions = [Session(parallelism=n, shuffle_partitions=2 * n) for n in (1, 2, 8)]
+    plan = write_plan("append", Lit(True))
     added = [commit_with(stand_in_for(s, monkeypatch), plan).metrics["numTargetFilesAdded"] for s in sessions]
     assert added == [1, 1, 1]
