@@ -6,9 +6,11 @@ so the stage step can apply them one by one and every rule can be tested on its 
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -18,7 +20,7 @@ from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from ..plan.merge import HARD_DELETE_FLAG
 from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
 from .names import col, cols
-from .profile import STORABLE_DATES, outside_storable_dates
+from .profile import STORABLE_DATES, estimated_bytes, outside_storable_dates
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +187,18 @@ def check_storable_dates(df: DataFrame, key: tuple[str, ...], outside: dict[str,
             )
 
 
+# A batch Spark estimates above this is checkpointed to local disk rather than kept in memory: at 10M rows
+# (286 MiB estimated) a 4 GiB local session took 10.6 s to hold it in memory and 6.5 s to write it to
+# disk, and the jobs reading it back were faster from disk too (the heap was full of its rows).
+DISK_CHECKPOINT_BYTES = 128 * 2**20
+
+
 def materialize(df: DataFrame) -> DataFrame:
-    """Compute the staged batch once, so checks, counts and the commit all see the same rows."""
+    """Compute the staged batch once, so checks, counts and the commit all see the same rows: a local
+    checkpoint, on disk where Spark estimates the batch above DISK_CHECKPOINT_BYTES (PySpark 4)."""
+    if "storageLevel" in inspect.signature(df.localCheckpoint).parameters:  # PySpark 3.5 keeps it in memory
+        estimate = estimated_bytes(df)
+        if estimate is not None and estimate > DISK_CHECKPOINT_BYTES:
+            log.info("a batch Spark estimates at %.0f MiB: checkpointed to local disk", estimate / 2**20)
+            return df.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     return df.localCheckpoint(eager=True)

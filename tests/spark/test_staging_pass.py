@@ -6,6 +6,7 @@ too, never from the source again."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 from datetime import date, datetime, timezone
 
@@ -17,7 +18,7 @@ from airflow_provider_deltamerge import DuplicateKeyError, load, run_load
 from airflow_provider_deltamerge.load import staged_arrow
 from airflow_provider_deltamerge.model.options import TableHints, WriteDisposition
 from airflow_provider_deltamerge.plan.pruning import KeyRange
-from airflow_provider_deltamerge.spark import partition_values
+from airflow_provider_deltamerge.spark import frames, partition_values
 from airflow_provider_deltamerge.spark.profile import observes_in_pass
 from airflow_provider_deltamerge.spark.stage import stage_batch
 from tests.helpers import read_rows
@@ -67,15 +68,42 @@ CASES = {
 }
 
 
-@pytest.fixture(params=["collected", "materialised"])
+@pytest.fixture(params=["collected", "materialised", "materialised on disk"])
 def staging_route(request, monkeypatch, spark):
-    """Both ways staging's pass may go (load/staged_arrow.py): the batch collected to the driver where the
-    writer takes Arrow, or materialised in Spark (what a batch Spark estimates as large takes)."""
-    if request.param == "materialised":
+    """The ways staging's pass may go (load/staged_arrow.py): the batch collected to the driver where the
+    writer takes Arrow, or materialised in Spark (what a batch Spark estimates as large takes), in memory
+    or, for a batch estimated larger still, on local disk (spark/frames.py)."""
+    if request.param.startswith("materialised"):
         monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
+    if request.param == "materialised on disk":
+        if not disk_checkpoints(spark):
+            pytest.skip("PySpark 3.5 checkpoints in memory only")
+        monkeypatch.setattr(frames, "DISK_CHECKPOINT_BYTES", -1)
     elif not observes_in_pass(spark.range(1)):
         pytest.skip("this session stages by materialising only: no aggregates ride on a collection")
     return request.param
+
+
+def disk_checkpoints(spark) -> bool:
+    return "storageLevel" in inspect.signature(spark.range(1).localCheckpoint).parameters
+
+
+def test_a_batch_estimated_large_is_checkpointed_to_disk_and_read_back_whole(spark, monkeypatch, caplog):
+    if not disk_checkpoints(spark):
+        pytest.skip("PySpark 3.5 checkpoints in memory only")
+    source, computed = counted_source(spark, range(ROWS), "big")
+    monkeypatch.setattr(frames, "DISK_CHECKPOINT_BYTES", 100)  # Spark sizes these 40 rows above 100 bytes
+    with caplog.at_level(logging.INFO, logger="airflow_provider_deltamerge"):
+        held = frames.materialize(source)
+    assert sorted(r["id"] for r in held.collect()) == list(range(ROWS))
+    assert sorted(r["name"] for r in held.collect()) == sorted(f"big-{n}" for n in range(ROWS))
+    assert computed.value == ROWS  # read back from the checkpoint, not computed again
+    assert "checkpointed to local disk" in caplog.text
+    monkeypatch.setattr(frames, "DISK_CHECKPOINT_BYTES", 10**12)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="airflow_provider_deltamerge"):
+        frames.materialize(source)
+    assert "checkpointed to local disk" not in caplog.text
 
 
 def passes_over_the_source(spark, keyed: bool) -> int:
