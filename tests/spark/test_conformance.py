@@ -82,6 +82,11 @@ RUNS = {
 }
 
 
+# Cases whose second load merges two new columns into the table at once: delta-rs 1.6 adds them in an
+# order of its own (its schema evolution walks a hash map), Delta in the batch's order.
+ADDS_SEVERAL_COLUMNS_IN_ONE_MERGE = {"delete-insert"}
+
+
 @pytest.fixture
 def delta_spark_available(spark):
     available, why = delta_spark_status(spark)
@@ -113,7 +118,11 @@ def test_both_writers_agree(spark, tmp_path, delta_spark_available, case):
         str(tmp_path / "rs" / "t"), drop=drop
     )
     schema = [pa.schema(DeltaTable(str(tmp_path / d / "t")).schema().to_arrow()) for d in ("rs", "spark")]
-    assert [(f.name, f.type) for f in schema[1]] == [(f.name, f.type) for f in schema[0]]
+    fields = [[(f.name, f.type) for f in s] for s in schema]
+    if case in ADDS_SEVERAL_COLUMNS_IN_ONE_MERGE:  # delta-rs 1.6 orders those its own way (WRITERS.md)
+        assert sorted(fields[1], key=str) == sorted(fields[0], key=str)
+    else:
+        assert fields[1] == fields[0]
     for rs_metrics, spark_metrics in zip(by_rs, by_spark, strict=True):
         assert set(spark_metrics) == set(rs_metrics)
         counted = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted", "rows_staged")
