@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the delta-spark half of the suite on real Delta Lake jars, which DELTA_SPARK_JARS names (local
 # files or folders, comma- or colon-separated; nothing is downloaded): the delta-spark variant of every
-# test in tests/spark, then tests/airflow (in-process loads, spark-submit to local Spark and to a
+# test in tests/spark and its writer-independent modules once, then tests/airflow (in-process loads, spark-submit to local Spark and to a
 # standalone cluster with the jars on its class path, a Spark Connect server started with them, dag.test()
 # of every example DAG), tests/e2e (a real scheduler's tasks), tests/cli and tests/catalog (tables in a Hive
 # metastore, each scenario in a process of its own), where every new session and
@@ -38,5 +38,8 @@ print("delta-spark half on: " + ", ".join(names))
 EOF
 status=0
 .venv/bin/python -m pytest tests/spark -k delta-spark "$@" || status=$?
+# Modules marked writer_independent run once, with the real writer selection (here delta-spark), and the
+# conformance, commit-format and writer-choice tests among them need the jars.
+.venv/bin/python -m pytest tests/spark -m writer_independent -k "not delta-spark" "$@" || status=$?
 .venv/bin/python -m pytest tests/airflow tests/e2e tests/cli tests/catalog "$@" || status=$?
 exit $status
