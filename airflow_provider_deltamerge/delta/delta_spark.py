@@ -173,7 +173,8 @@ class DeltaSparkWriter:
         files_removed, rows_deleted = (None, None) if merging else _overwritten_counts(spark, snapshot, plan)
         conflicts = _delta_conflicts()  # importing them before the commit lets pyspark raise them
         try:
-            with session_conf(spark, commit_session_conf(plan, request)):
+            partitioned = bool(snapshot is not None and snapshot.partition_columns)
+            with session_conf(spark, commit_session_conf(plan, request, partitioned)):
                 # Checked inside `session_conf`, which lets this process commit once at a time: a load
                 # of another thread that committed while this one waited has made its plan stale.
                 if snapshot is not None and _planned_on_the_snapshot(plan):

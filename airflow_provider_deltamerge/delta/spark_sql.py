@@ -25,6 +25,11 @@ TIMESTAMP_MICROS = "TIMESTAMP_MICROS"
 # source made of the staged batch alone is a local checkpoint already (spark/stage.py): the same rows at
 # each read, so a second copy would only cost a pass over the batch.
 MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
+# A MERGE into a partitioned table bins each partition's rows into files by size (Delta's optimized
+# write), rather than Delta's repartitioning by the partition columns, which misreads a partition column
+# whose name holds a dot (`re.gion` as column `gion` of `re`). An unpartitioned table's MERGE writes as
+# the session's shuffle leaves its rows: binning them would shuffle every rewritten row once more.
+OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 STAGED_ONLY = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
 
 
@@ -131,12 +136,15 @@ def txn_options(request: CommitRequest) -> dict[str, str]:
     return {"txnAppId": request.app_id, "txnVersion": str(request.txn_version)}
 
 
-def commit_session_conf(plan: MergePlan, request: CommitRequest) -> dict[str, str]:
+def commit_session_conf(plan: MergePlan, request: CommitRequest, partitioned: bool = False) -> dict[str, str]:
     """Session confs for the duration of one commit: timestamps as INT64 microseconds always; for a MERGE
-    also the load's commit metadata and txn, which a MERGE takes only from the session (no options), and,
-    where its source is the staged batch alone, no second copy of it (MATERIALIZE_SOURCE_CONF)."""
+    also the load's commit metadata and txn, which a MERGE takes only from the session (no options),
+    where its source is the staged batch alone, no second copy of it (MATERIALIZE_SOURCE_CONF), and into a
+    `partitioned` table, the optimized write (OPTIMIZE_WRITE_CONF)."""
     conf = {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
     if plan.operation is Operation.MERGE:
+        if partitioned:
+            conf[OPTIMIZE_WRITE_CONF] = "true"
         if plan.source in STAGED_ONLY and not plan.on_snapshot:
             conf[MATERIALIZE_SOURCE_CONF] = "none"
         conf[USER_METADATA_CONF] = request.user_metadata()

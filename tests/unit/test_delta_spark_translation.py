@@ -26,6 +26,7 @@ from airflow_provider_deltamerge.delta.delta_spark import (
 )
 from airflow_provider_deltamerge.delta.spark_sql import (
     MATERIALIZE_SOURCE_CONF,
+    OPTIMIZE_WRITE_CONF,
     PARQUET_TIMESTAMP_CONF,
     TIMESTAMP_MICROS,
     TXN_APP_ID_CONF,
@@ -350,6 +351,13 @@ def test_merge_gets_metadata_and_txn_as_session_confs_and_every_commit_microseco
     for disposition in ("append", "replace"):  # writes take metadata and txn as options
         conf = commit_session_conf(write_plan(disposition), REQUEST)
         assert conf == {PARQUET_TIMESTAMP_CONF: TIMESTAMP_MICROS}
+
+
+def test_a_merge_into_a_partitioned_table_bins_its_files_by_size():
+    upsert = merge("upsert", TableHints(primary_key=("id",)))
+    assert commit_session_conf(upsert, REQUEST, partitioned=True)[OPTIMIZE_WRITE_CONF] == "true"
+    assert OPTIMIZE_WRITE_CONF not in commit_session_conf(upsert, REQUEST)
+    assert OPTIMIZE_WRITE_CONF not in commit_session_conf(write_plan("append"), REQUEST, partitioned=True)
 
 
 @pytest.mark.parametrize(
