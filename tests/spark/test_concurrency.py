@@ -404,13 +404,21 @@ RACING_LOADS = {  # disposition: (arguments, batch, the ids and values the table
 }
 
 
+# Merges whose source holds no rows read from the table: with delta-spark they run on the table as Delta
+# finds it, and only Delta's conflict check can send them back to be planned again.
+PLAIN_MERGES = {"upsert", "delete-insert", "insert-only", "scd2"}
+
+
 @pytest.mark.parametrize("disposition", list(RACING_LOADS))
 def test_a_load_planned_before_an_optimize_commits_on_the_optimized_table(
     spark, dataset, monkeypatch, disposition
 ):
-    """Two appends leave two files; an OPTIMIZE rewrites them into one after the load planned on them and
+    """Two loads leave two files; an OPTIMIZE rewrites them into one after the load planned on them and
     before it commits. A commit made as planned would remove files that are gone and keep the
-    OPTIMIZE's file with every old row in it: the load is planned again on the optimized table instead."""
+    OPTIMIZE's file with every old row in it: the load is planned again on the optimized table instead.
+    With delta-spark, a merge whose source holds no rows read from the table runs on the table as Delta
+    finds it (Delta's own conflict check decides, DATASET.md): it lands at its first attempt, on the
+    optimized table."""
     from airflow_provider_deltamerge.delta.maintenance import maintain_table
 
     arguments, rows, expected = RACING_LOADS[disposition]
@@ -418,8 +426,9 @@ def test_a_load_planned_before_an_optimize_commits_on_the_optimized_table(
     seeds, seeded_by = (SEED, {"write_disposition": "append"})
     if disposition == "scd2":
         seeds, seeded_by = ([SEED[0], SEED[0] + SEED[1]], arguments)
-    for seed in seeds:
-        run_load(stamped(seed), spark=spark, dataset=dataset, table_name=TABLE, **seeded_by)
+    for seed in seeds:  # delta-rs adds a file for the second seed (Delta's MERGE rewrites the first)
+        seeded = {**seeded_by, "backend": "delta-rs"}
+        run_load(stamped(seed), spark=spark, dataset=dataset, table_name=TABLE, **seeded)
     optimized, commit_steps = [], []
 
     def optimize_before_the_first_commit(step: str) -> None:
@@ -435,7 +444,8 @@ def test_a_load_planned_before_an_optimize_commits_on_the_optimized_table(
     assert metrics["numRemovedFiles"] == 2, "the OPTIMIZE did not rewrite the table's files"
     assert {r["id"]: r["v"] for r in read_rows(f"{dataset}/{TABLE}")} == expected
     assert info.table_version == metrics["table_version"] + 1
-    assert len(commit_steps) == 2, "the load was not planned again on the optimized table"
+    left_to_delta = info.metrics["writer"] == "delta-spark" and disposition in PLAIN_MERGES
+    assert len(commit_steps) == (1 if left_to_delta else 2), "planned again where the writer needs it"
     assert store.read_load(dataset, info.load_id)["table_version"] == info.table_version
 
 

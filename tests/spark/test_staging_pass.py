@@ -148,7 +148,9 @@ def test_a_load_planned_again_on_a_changed_schema_takes_its_batch_from_the_one_p
     spark, dataset, monkeypatch, caplog
 ):
     """Another load adds a column while this one is about to commit: this load's commit loses, it is
-    planned again on the new schema, and its rows land with the new column empty; the source ran once."""
+    planned again on the new schema, and its rows land with the new column empty; the source ran once.
+    (With delta-spark the upsert runs on the table as Delta finds it, new column and all, and lands at
+    its first attempt.)"""
     upsert = {"disposition": "merge", "strategy": "upsert"}
     load_into(spark, dataset, [{"id": n, "name": f"old-{n}"} for n in range(10)], upsert, primary_key="id")
     source, computed = counted_source(spark, range(5, 5 + ROWS), "new")
@@ -166,7 +168,7 @@ def test_a_load_planned_again_on_a_changed_schema_takes_its_batch_from_the_one_p
 
     assert interrupted and computed.value == ROWS * passes_over_the_source(spark, keyed=True)
     planned_again = [r.getMessage() for r in caplog.records if "planning again" in r.getMessage()]
-    assert len(planned_again) == 1
+    assert len(planned_again) == (0 if info.metrics["writer"] == "delta-spark" else 1)
     rows = {r["id"]: r for r in read_rows(f"{dataset}/items")}
     assert len(rows) == 5 + ROWS + 1
     assert rows[6] == {"id": 6, "name": "new-6", "score": None}
