@@ -232,10 +232,9 @@ def _jvm_archive(wanted: bool) -> dict | None:
     Spark jars, else made first (`deltamerge jvm-archive`); None where the run is asked to go without."""
     if not wanted:
         return None
-    from airflow_provider_deltamerge.cli.jvm_archive import make_archive
-    from airflow_provider_deltamerge.spark.class_archive import archive_path
+    from airflow_provider_deltamerge.cli.jvm_archive import archive_of, make_archive
 
-    path = archive_path()
+    path = archive_of()  # named by a new local session's conf: the jars DELTA_SPARK_JARS adds included
     if path is not None and path.is_file():
         return {"archive": str(path), "bytes": path.stat().st_size, "seconds": None}
     return make_archive()
