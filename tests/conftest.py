@@ -68,13 +68,20 @@ def jvm_class_archive(made_jvm_class_archive, monkeypatch) -> dict:
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     from airflow_provider_deltamerge.model.delta_jars import delta_jars_from_env
     from airflow_provider_deltamerge.spark.session import default_session
 
+    # SQL that reaches the session catalog (delta-spark's OPTIMIZE, tables by name) makes the default
+    # database's folder: in the run's own folder, not in the working directory the hook tests check
+    warehouse = str(tmp_path_factory.mktemp("spark-warehouse"))
     session = default_session(
         "local[2]",
-        {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.warehouse.dir": warehouse,
+        },
         delta_jars=delta_jars_from_env(),
     )
     yield session
