@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the delta-spark half of the suite on real Delta Lake jars, which DELTA_SPARK_JARS names (local
 # files or folders, comma- or colon-separated; nothing is downloaded): the delta-spark variant of every
-# test in tests/spark and its writer-independent modules once, then tests/airflow (in-process loads, spark-submit to local Spark and to a
-# standalone cluster with the jars on its class path, a Spark Connect server started with them, dag.test()
-# of every example DAG), tests/e2e (a real scheduler's tasks), tests/cli and tests/catalog (tables in a Hive
+# test in tests/spark and its writer-independent modules once, then tests/airflow (in-process loads,
+# spark-submit to local Spark and to a standalone cluster with the jars on its class path, a Spark Connect
+# server started with them, dag.test() of every example DAG), tests/e2e (a real scheduler's tasks),
+# tests/cli and tests/catalog (tables in a Hive
 # metastore, each scenario in a process of its own), where every new session and
 # job takes the jars DELTA_SPARK_JARS names and backend="auto" picks the delta-spark writer
 # (DELTAMERGE_AUTO_DELTA_RS_MAX_MB=0: the tests' batches are small, which "auto" would give delta-rs).

@@ -25,12 +25,12 @@ TIMESTAMP_MICROS = "TIMESTAMP_MICROS"
 # source made of the staged batch alone is a local checkpoint already (spark/stage.py): the same rows at
 # each read, so a second copy would only cost a pass over the batch.
 MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
+STAGED_ONLY = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
 # A MERGE into a partitioned table bins each partition's rows into files by size (Delta's optimized
 # write), rather than Delta's repartitioning by the partition columns, which misreads a partition column
 # whose name holds a dot (`re.gion` as column `gion` of `re`). An unpartitioned table's MERGE writes as
 # the session's shuffle leaves its rows: binning them would shuffle every rewritten row once more.
 OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
-STAGED_ONLY = (SourceShape.ROWS, SourceShape.ROWS_WITH_FLAG, SourceShape.DELETE_KEYS_AND_ROWS)
 
 
 class SparkSqlDialect:

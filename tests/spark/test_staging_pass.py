@@ -75,12 +75,12 @@ def staging_route(request, monkeypatch, spark):
     or, for a batch estimated larger still, on local disk (spark/frames.py)."""
     if request.param.startswith("materialised"):
         monkeypatch.setattr(staged_arrow, "COLLECT_ESTIMATE_BYTES", -1)
+    elif not observes_in_pass(spark.range(1)):
+        pytest.skip("this session stages by materialising only: no aggregates ride on a collection")
     if request.param == "materialised on disk":
         if not disk_checkpoints(spark):
             pytest.skip("PySpark 3.5 checkpoints in memory only")
         monkeypatch.setattr(frames, "DISK_CHECKPOINT_BYTES", -1)
-    elif not observes_in_pass(spark.range(1)):
-        pytest.skip("this session stages by materialising only: no aggregates ride on a collection")
     return request.param
 
 
