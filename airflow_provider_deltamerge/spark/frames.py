@@ -19,6 +19,7 @@ from ..errors import DuplicateKeyError, MissingKeyColumnError, NullKeyError, Row
 from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from ..plan.merge import HARD_DELETE_FLAG
 from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
+from . import held
 from .names import col, cols
 from .profile import STORABLE_DATES, estimated_bytes, outside_storable_dates
 
@@ -195,10 +196,11 @@ DISK_CHECKPOINT_BYTES = 128 * 2**20
 
 def materialize(df: DataFrame) -> DataFrame:
     """Compute the staged batch once, so checks, counts and the commit all see the same rows: a local
-    checkpoint, on disk where Spark estimates the batch above DISK_CHECKPOINT_BYTES (PySpark 4)."""
+    checkpoint, on disk where Spark estimates the batch above DISK_CHECKPOINT_BYTES (PySpark 4), its
+    blocks removed when the load ends (spark/held.py)."""
     if "storageLevel" in inspect.signature(df.localCheckpoint).parameters:  # PySpark 3.5 keeps it in memory
         estimate = estimated_bytes(df)
         if estimate is not None and estimate > DISK_CHECKPOINT_BYTES:
             log.info("a batch Spark estimates at %.0f MiB: checkpointed to local disk", estimate / 2**20)
-            return df.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
-    return df.localCheckpoint(eager=True)
+            return held.checkpointed(df.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY))
+    return held.checkpointed(df.localCheckpoint(eager=True))
