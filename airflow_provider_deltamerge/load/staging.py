@@ -20,7 +20,7 @@ def extract(spark, data, request: LoadRequest, window, table, commits):
         bind_parameters_in_analyzer(spark)
         data = data(spark, window)
     table_schema = table.schema if table is not None else None
-    return extracted(spark, data, request, table_schema, stored_column_schema(commits))
+    return extracted(spark, data, request, table_schema, stored_column_schema(commits), window)
 
 
 def stage(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -135,6 +136,33 @@ def dedup_key(
     if whole_row:
         return None
     return incremental.primary_key or tuple(table_primary_key) or None
+
+
+# Cursor types whose range a source may be narrowed to before the batch is read (`narrowed_to_window`):
+# not text, whose mixed formats are refused only if every row is seen, nor floats (-0.0 and NaN).
+_NARROWED_TYPES = ("int", "date", "timestamp", "timestamp_ntz")
+
+
+def narrowed_to_window(
+    df: DataFrame, cursor_path: str, window: Window | None, normalize: Callable[[str], str]
+) -> DataFrame:
+    """A typed source (not Python rows) cut to the window's range, or missing the cursor, before the
+    load adds its input order (which stops Spark pushing filters into the source), so that a source
+    Spark can filter while reading (Parquet, Delta, JDBC) leaves the rows outside the window unread. The
+    cursor filter (`apply_cursor`) drops those rows anyway, with this very condition; only a top-level
+    cursor column whose type is the window's own is narrowed, else the source is returned as it is."""
+    if window is None or (window.start is None and window.end is None) or "." in cursor_path:
+        return df
+    named = [f for f in df.schema.fields if normalize(f.name) == cursor_path]
+    if len(named) != 1 or window.cursor_type not in _NARROWED_TYPES:
+        return df
+    try:
+        if spark_cursor_type(named[0].dataType, cursor_path) != window.cursor_type:
+            return df
+    except ConfigError:  # a column no cursor can be: refused by the cursor filter, with its name
+        return df
+    cursor = col(named[0].name)
+    return df.filter(cursor.isNull() | _in_window(cursor, window))
 
 
 def apply_cursor(

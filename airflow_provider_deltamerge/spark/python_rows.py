@@ -14,14 +14,16 @@ from ..model.columns import dlt_type_of, merged_columns, parse_column_schema
 from ..model.naming import direct, naming_convention
 from . import frames
 from .casting import spark_type
+from .cursor_filter import narrowed_to_window
 from .extract import ValueRules, is_rows, to_dataframe
 from .identifying import identifying_columns, one_value_per_number
 from .normalize import RowNormalizer
 
 
-def extracted(spark, data, request, table_schema: T.StructType | None, stored_columns):
+def extracted(spark, data, request, table_schema: T.StructType | None, stored_columns, window=None):
     """The batch as a DataFrame with stored column names and its input order; Python rows normalised
-    (their names are stored names already, flattened ones included). Declared decimals are built in their
+    (their names are stored names already, flattened ones included), a typed source cut to the load's
+    `window` where Spark can (`cursor_filter.narrowed_to_window`). Declared decimals are built in their
     type, exactly (`spark.arrow_values`); the float values of the columns that tell rows apart are one per
     number (`spark.identifying`)."""
     normalize = naming_convention(request.naming)
@@ -36,6 +38,8 @@ def extracted(spark, data, request, table_schema: T.StructType | None, stored_co
     df = to_dataframe(spark, data, normalizer, rules)
     if normalizer is not None:
         normalize = direct
+    elif request.cursor is not None:
+        df = narrowed_to_window(df, request.cursor.cursor_path, window, normalize)
     ordered = frames.with_input_order(df)  # one schema asked of Spark for both: a round trip on Connect
     frames.check_no_helper_columns(ordered.columns[:-1], normalize)
     return one_value_per_number(frames.rename_columns(ordered, normalize, request.table), identifying)

@@ -351,3 +351,57 @@ def test_an_empty_batch_in_an_airflow_window_records_the_window(spark, dataset):
     ]
     load(spark, dataset, [{"id": 1, "ts": day(2)}], incremental, data_interval=(day(2), day(3)))
     assert ids(dataset) == [1]
+
+
+# -- a typed source read only in the window's range; a load's checkpoints released -----------------
+
+
+def _events_that_fail_outside(spark, first_day: int, last_day: int):
+    """Events of days 1..9 whose `guard` column fails to compute for any row outside first..last day:
+    a load that reads those rows fails."""
+    from pyspark.sql import functions as F
+
+    rows = spark.createDataFrame([(n, day(n)) for n in range(1, 10)], "id long, ts timestamp")
+    outside = (F.col("ts") < F.lit(day(first_day))) | (F.col("ts") >= F.lit(day(last_day + 1)))
+    return rows.withColumn("guard", F.when(outside, F.raise_error(F.lit("read outside the window"))))
+
+
+@pytest.mark.parametrize("disposition", ["append", "merge"])
+def test_a_typed_source_is_read_only_in_the_windows_range(spark, dataset, disposition):
+    keys = {"primary_key": "id"} if disposition == "merge" else {}
+    source = _events_that_fail_outside(spark, 3, 5)
+    info = load(
+        spark,
+        dataset,
+        source,
+        Incremental("ts", initial_value="2024-01-03T00:00:00Z", end_value="2024-01-06T00:00:00Z"),
+        write_disposition=disposition,
+        **keys,
+    )
+    assert ids(dataset) == [3, 4, 5]
+    assert info.metrics["rows_staged"] == 3
+    assert info.window["end"] == "2024-01-06T00:00:00+00:00"
+
+
+def test_a_source_with_null_cursors_is_narrowed_keeping_them(spark, dataset):
+    from pyspark.sql import functions as F
+
+    source = _events_that_fail_outside(spark, 3, 5).unionByName(
+        spark.createDataFrame([(99, None)], "id long, ts timestamp").withColumn("guard", F.lit(None))
+    )
+    window = {"initial_value": "2024-01-03T00:00:00Z", "end_value": "2024-01-06T00:00:00Z"}
+    load(spark, dataset, source, Incremental("ts", on_cursor_value_missing="include", **window))
+    assert ids(dataset) == [3, 4, 5, 99]
+    with pytest.raises(CursorValueMissingError):  # the row without a cursor is still read, and refused
+        load(spark, f"{dataset}-raise", source, Incremental("ts", **window))
+
+
+def test_loads_leave_no_checkpoint_of_their_batch_behind(spark, dataset):
+    persistent = spark.sparkContext._jsc.sc().getPersistentRDDs()
+    before = persistent.size()
+    source = spark.createDataFrame([(n, day(n)) for n in range(1, 10)], "id long, ts timestamp")
+    for first in (1, 4, 7):  # three windows in one session, as a backfill runs them
+        window = Incremental("ts", initial_value=day(first).isoformat(), end_value=day(first + 3).isoformat())
+        load(spark, dataset, source, window, write_disposition="merge", primary_key="id")
+        assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == before
+    assert ids(dataset) == list(range(1, 10))
