@@ -29,6 +29,7 @@ from ..errors import (
 from ..model.incremental import EPOCH, Incremental, coerce_bound, cursor_state, json_safe
 from ..model.naming import HELPER_PREFIX, SYSTEM_PREFIX
 from ..model.window import Window
+from . import held
 from .frames import materialize, short_hash
 from .names import col
 
@@ -197,6 +198,7 @@ def apply_cursor(
     kept = (segments[0], *table_primary_key, *(incremental.primary_key or ()))
     data = [c for c in df.columns if c not in kept and not c.startswith(_NOT_ROW_DATA)]
     result = _summarise(annotated, incremental, window, data)
+    held.counted(annotated, result.rows_before)  # the batch's estimate bounded by its rows (spark/held.py)
     if result.rows_missing_cursor and incremental.on_cursor_value_missing == "raise":
         raise CursorValueMissingError(incremental.cursor_path, result.rows_missing_cursor, result.rows_before)
     if result.last_value is not None and _HASH in annotated.columns:

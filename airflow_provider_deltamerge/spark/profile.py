@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from ..model.naming import backticked
 from ..plan.pruning import KeyRange
+from . import held
 
 DATE_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 _RANGED_TYPES = (T.IntegralType, T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)
@@ -59,13 +60,18 @@ COLLECT_ESTIMATE_BYTES = 64 * 2**20
 
 
 def estimated_bytes(df: DataFrame) -> int | None:
-    """Spark's own estimate of the DataFrame's size (its optimizer's statistics); None where Spark has none
+    """Spark's own estimate of the DataFrame's size (its optimizer's statistics), at most its rows times
+    Spark's width of a row where the load counted them (spark/held.py); None where Spark has none
     (sources of unknown size, such as RDDs) or cannot say (Spark Connect with PySpark 3.5)."""
     try:
         if is_connect(df):  # the statistics the server's optimizer shows in a cost explain
             estimate = _explained_size(df._explain_string(mode="cost"))
         else:
-            estimate = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+            plan = df._jdf.queryExecution().optimizedPlan()
+            estimate = int(str(plan.stats().sizeInBytes()))
+            rows = held.rows_under(plan)
+            if rows is not None:  # Spark's row: 8 bytes and each column's default size
+                estimate = min(estimate, rows * (8 + int(plan.schema().defaultSize())))
     except Exception:  # a plan Spark cannot size, or a client that cannot ask
         return None
     unknown = int(df.sparkSession.conf.get("spark.sql.defaultSizeInBytes", str(2**63 - 1)))

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_deltamerge import Incremental, run_load
+from airflow_provider_deltamerge import Incremental, LoadRequest, run_load
 from airflow_provider_deltamerge.delta import store
 from airflow_provider_deltamerge.errors import CursorColumnMissingError, CursorValueMissingError
 from airflow_provider_deltamerge.model.incremental import json_safe
@@ -405,3 +405,36 @@ def test_loads_leave_no_checkpoint_of_their_batch_behind(spark, dataset):
         load(spark, dataset, source, window, write_disposition="merge", primary_key="id")
         assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == before
     assert ids(dataset) == list(range(1, 10))
+
+
+def test_a_windows_size_is_estimated_from_the_rows_it_read(spark, dataset, tmp_path):
+    """Spark sizes the cursor step's checkpoint by the whole source it was cut from; the batch's estimate
+    (which decides how it is staged and which writer `auto` takes) is bounded by the rows read."""
+    from airflow_provider_deltamerge.load import staging
+    from airflow_provider_deltamerge.spark import held
+    from airflow_provider_deltamerge.spark.profile import estimated_bytes
+    from airflow_provider_deltamerge.spark.window_steps import filter_to_window, open_load_window
+
+    from pyspark.sql import functions as F
+
+    days = spark.range(90_000).select(  # text that does not compress: the files are as large as the rows
+        "id",
+        (F.lit(day(1)) + F.make_interval(days=F.col("id") % 9)).alias("ts"),
+        F.sha2(F.col("id").cast("string"), 256).alias("note"),
+    )
+    days.repartition(9, "ts").write.parquet(str(tmp_path / "landing"))
+    source = spark.read.parquet(str(tmp_path / "landing"))
+    request = LoadRequest.create(
+        dataset=dataset,
+        table_name="events",
+        incremental=Incremental("ts", initial_value=day(3).isoformat(), end_value=day(4).isoformat()),
+    )
+    opened = open_load_window(request, None, None)
+    with held.held_for_load():
+        read = staging.extract(spark, source, request, opened.window, None, [])
+        batch, _, state = filter_to_window(read, request, opened)
+        assert state["windows"][-1]["rows"] == 10_000
+        whole, window = estimated_bytes(source), estimated_bytes(batch)
+        assert window <= whole / 5, (window, whole)
+        assert window >= 10_000 * 8  # no less than its rows' fixed-width columns
+    assert estimated_bytes(batch) > window  # outside the load: Spark's own
