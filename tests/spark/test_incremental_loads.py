@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from pyspark.sql import functions as F
 
 from airflow_provider_deltamerge import Incremental, LoadRequest, run_load
 from airflow_provider_deltamerge.delta import store
@@ -288,8 +289,6 @@ def test_dotted_cursor_path_reads_a_nested_field(spark, dataset, layout):
 def test_a_live_source_is_read_once_so_the_cursor_matches_the_loaded_rows(spark, dataset):
     """A source that gains rows while the load runs (a JDBC table taking inserts): the stored last value
     and the recorded row count are those of the rows committed, so the next run loads nothing twice."""
-    from pyspark.sql import functions as F
-
     opened = datetime.now(UTC) - timedelta(seconds=2)
 
     def live_table(spark_session, window):
@@ -359,8 +358,6 @@ def test_an_empty_batch_in_an_airflow_window_records_the_window(spark, dataset):
 def _events_that_fail_outside(spark, first_day: int, last_day: int):
     """Events of days 1..9 whose `guard` column fails to compute for any row outside first..last day:
     a load that reads those rows fails."""
-    from pyspark.sql import functions as F
-
     rows = spark.createDataFrame([(n, day(n)) for n in range(1, 10)], "id long, ts timestamp")
     outside = (F.col("ts") < F.lit(day(first_day))) | (F.col("ts") >= F.lit(day(last_day + 1)))
     return rows.withColumn("guard", F.when(outside, F.raise_error(F.lit("read outside the window"))))
@@ -384,8 +381,6 @@ def test_a_typed_source_is_read_only_in_the_windows_range(spark, dataset, dispos
 
 
 def test_a_source_with_null_cursors_is_narrowed_keeping_them(spark, dataset):
-    from pyspark.sql import functions as F
-
     source = _events_that_fail_outside(spark, 3, 5).unionByName(
         spark.createDataFrame([(99, None)], "id long, ts timestamp").withColumn("guard", F.lit(None))
     )
@@ -414,8 +409,6 @@ def test_a_windows_size_is_estimated_from_the_rows_it_read(spark, dataset, tmp_p
     from airflow_provider_deltamerge.spark import held
     from airflow_provider_deltamerge.spark.profile import estimated_bytes
     from airflow_provider_deltamerge.spark.window_steps import filter_to_window, open_load_window
-
-    from pyspark.sql import functions as F
 
     days = spark.range(90_000).select(  # text that does not compress: the files are as large as the rows
         "id",
