@@ -11,7 +11,9 @@ task pays; the runs after it, each on a fresh copy of the target, are warm.
   target with the delta-spark writer, beside a hand-written `DeltaTable.merge` of the same rows (with
   the same system columns); the files each rewrote;
 - initial: run_load's first load of `--rows` rows with the delta-spark writer (key-ordered files),
-  beside a plain `df.write.format("delta")` of them;
+  beside a plain `df.write.format("delta")` of them and beside the same write in run_load's layout (the
+  rows range-partitioned by the key into as many files as run_load wrote, each sorted), which parts the
+  layout's cost from the rest of the load's;
 - batches (one process, warm, each side once untimed first): for each batch size, run_load's upsert of
   that many rows with each writer, Spark's estimate of the batch (what "auto" compares with
   DELTAMERGE_AUTO_DELTA_RS_MAX_MB), and the driver's growth during the delta-spark load: the Python
@@ -37,7 +39,7 @@ sys.path.insert(1, str(Path(__file__).parents[1]))  # tests.airflow.spark_server
 
 PAIRS = {
     "merge": ("run_load delta-spark", "DeltaTable.merge"),
-    "initial": ("run_load delta-spark initial", "df.write delta"),
+    "initial": ("run_load delta-spark initial", "df.write delta", "df.write delta key-ordered"),
 }
 
 
@@ -74,6 +76,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--master", help=argparse.SUPPRESS)  # a child's standalone master
     parser.add_argument("--out")
     parser.add_argument("--side", help=argparse.SUPPRESS)  # a child process's one side
+    parser.add_argument("--files", type=int, help=argparse.SUPPRESS)  # the key-ordered write's files
     args = parser.parse_args(argv)
     if not args.delta_jars:
         parser.error(
@@ -91,7 +94,12 @@ def main(argv: list[str] | None = None) -> None:
     report |= {"pairs": {}, "batches": None}
     for case, sides in PAIRS.items():
         if case in args.cases:
-            report["pairs"][case] = {side: child(args, side) for side in sides}
+            report["pairs"][case] = {}
+            for side in sides:  # the key-ordered write makes as many files as run_load's first load made
+                files = report["pairs"][case].get(sides[0], {}).get("cold", {}).get("files_added")
+                report["pairs"][case][side] = child(
+                    argparse.Namespace(**{**vars(args), "files": files}), side
+                )
     if "batches" in args.cases:
         report["batches"] = child(args, "batches")
     print(render(report))
@@ -115,6 +123,7 @@ def child(args: argparse.Namespace, side: str) -> dict:
         command += ["--master", args.master, "--executor-memory", args.executor_memory]
     command += ["--rows", str(args.rows), "--changed", str(args.changed), "--repeat", str(args.repeat)]
     command += ["--kind", args.kind, "--driver-memory", args.driver_memory]
+    command += ["--files", str(args.files)] if getattr(args, "files", None) else []
     command += ["--batches", *map(str, args.batches), "--batch-writers", *args.batch_writers]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -147,12 +156,12 @@ def timed_runs(spark, work: Path, args: argparse.Namespace) -> dict:
         if base.exists():
             shutil.copytree(base, path)
         started = time.perf_counter()
-        files = one_run(spark, args.side, size, path)
+        files = one_run(spark, args.side, size, path, args.files or 1)
         runs.append({"seconds": time.perf_counter() - started, **files})
     return {"cold": runs[0], "warm": runs[1:], "minimal_files": minimal}
 
 
-def one_run(spark, side: str, size, path: Path) -> dict:
+def one_run(spark, side: str, size, path: Path, files: int = 1) -> dict:
     from bench_sides import UPSERT, spark_changes, spark_target, verify, with_system_columns
     from delta.tables import DeltaTable
 
@@ -179,9 +188,12 @@ def one_run(spark, side: str, size, path: Path) -> dict:
         return {"files_removed": int(metrics["numTargetFilesRemoved"])}
     if side == "run_load delta-spark initial":
         run_load(spark_target(spark, size), primary_key="id", **common, backend="delta-spark")
+    elif side == "df.write delta key-ordered":
+        rows = with_system_columns(spark_target(spark, size))
+        rows.repartitionByRange(files, "id").sortWithinPartitions("id").write.format("delta").save(str(path))
     else:
         with_system_columns(spark_target(spark, size)).write.format("delta").save(str(path))
-    return {}
+    return {"files_added": int(DeltaTable.forPath(spark, str(path)).detail().first()["numFiles"])}
 
 
 def batches(spark, work: Path, args: argparse.Namespace) -> dict:
@@ -253,25 +265,38 @@ def median(values: list[float]) -> float:
     return ordered[len(ordered) // 2] if len(ordered) % 2 else sum(ordered[len(ordered) // 2 - 1 :][:2]) / 2
 
 
+def _pair_line(case: str, baseline: str, a: dict, b: dict) -> str:
+    """One case against one baseline: seconds cold / median warm of each, and the ratios."""
+    warm_a, warm_b = median([r["seconds"] for r in a["warm"]]), median([r["seconds"] for r in b["warm"]])
+    cold = a["cold"]["seconds"] / b["cold"]["seconds"]
+    shown = lambda x, w: f"{x['cold']['seconds']:.2f} / {w:.2f}"  # noqa: E731
+    label = case if baseline == PAIRS[case][1] else f"{case}, vs {baseline.removeprefix('df.write delta ')}"
+    return f"{label:<24} {shown(a, warm_a):>22} {shown(b, warm_b):>22} {cold:>11.2f} {warm_a / warm_b:>11.2f}"
+
+
 def render(report: dict) -> str:
     kind = report.get("kind", "uniform")
     lines = [f"target {report['rows']:,} rows, merge of {report['changed']:,} changed rows ({kind})", ""]
-    lines.append(f"{'case':<10} {'run_load':>22} {'Delta API':>22} {'ratio cold':>11} {'ratio warm':>11}")
-    for case, (ours, theirs) in PAIRS.items():
+    lines.append(f"{'case':<24} {'run_load':>22} {'Delta API':>22} {'ratio cold':>11} {'ratio warm':>11}")
+    for case, (ours, *theirs) in PAIRS.items():
         if case not in report["pairs"]:
             continue
-        a, b = report["pairs"][case][ours], report["pairs"][case][theirs]
-        cold = a["cold"]["seconds"] / b["cold"]["seconds"]
-        warm_a, warm_b = median([r["seconds"] for r in a["warm"]]), median([r["seconds"] for r in b["warm"]])
-        shown = lambda x, w: f"{x['cold']['seconds']:.2f} / {w:.2f}"  # noqa: E731
-        lines.append(
-            f"{case:<10} {shown(a, warm_a):>22} {shown(b, warm_b):>22} {cold:>11.2f} {warm_a / warm_b:>11.2f}"
-        )
+        for baseline in theirs:
+            if baseline in report["pairs"][case]:
+                lines.append(
+                    _pair_line(case, baseline, report["pairs"][case][ours], report["pairs"][case][baseline])
+                )
         if case == "merge":
+            a, b = report["pairs"][case][ours], report["pairs"][case][theirs[0]]
             lines.append(
-                f"{'':<10} files removed: run_load {a['cold'].get('files_removed')}, "
+                f"{'':<24} files removed: run_load {a['cold'].get('files_removed')}, "
                 f"Delta API {b['cold'].get('files_removed')}, minimal {a.get('minimal_files')}"
             )
+        else:
+            written = ", ".join(
+                f"{side} {r['cold'].get('files_added')}" for side, r in report["pairs"][case].items()
+            )
+            lines.append(f"{'':<24} files written: {written}")
     lines += ["", "(seconds: cold / median warm; ratio: run_load / Delta's own API)", ""]
     heads = ("batch rows", "Spark est. MiB", "delta-rs s", "delta-spark s", "py growth MiB", "JVM heap MiB")
     lines.append(" ".join(f"{h:>14}" for h in heads))
