@@ -20,6 +20,7 @@ from ..model.naming import HELPER_PREFIX, LOAD_ID, ROW_ID, normalize_columns
 from ..plan.merge import HARD_DELETE_FLAG
 from ..plan.nested import LIST_INDEX, PARENT_ID, ROOT_ID
 from . import held
+from .codegen import sized_codegen
 from .names import col, cols
 from .profile import STORABLE_DATES, estimated_bytes, outside_storable_dates
 
@@ -197,10 +198,12 @@ DISK_CHECKPOINT_BYTES = 128 * 2**20
 def materialize(df: DataFrame) -> DataFrame:
     """Compute the staged batch once, so checks, counts and the commit all see the same rows: a local
     checkpoint, on disk where Spark estimates the batch above DISK_CHECKPOINT_BYTES (PySpark 4), its
-    blocks removed when the load ends (spark/held.py)."""
-    if "storageLevel" in inspect.signature(df.localCheckpoint).parameters:  # PySpark 3.5 keeps it in memory
-        estimate = estimated_bytes(df)
-        if estimate is not None and estimate > DISK_CHECKPOINT_BYTES:
-            log.info("a batch Spark estimates at %.0f MiB: checkpointed to local disk", estimate / 2**20)
-            return held.checkpointed(df.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY))
-    return held.checkpointed(df.localCheckpoint(eager=True))
+    blocks removed when the load ends (spark/held.py); a small one planned with less code generation
+    (spark/codegen.py)."""
+    estimate = estimated_bytes(df)
+    with sized_codegen(df.sparkSession, "the batch's checkpoint", estimate):
+        if "storageLevel" in inspect.signature(df.localCheckpoint).parameters:  # PySpark 3.5: in memory
+            if estimate is not None and estimate > DISK_CHECKPOINT_BYTES:
+                log.info("a batch Spark estimates at %.0f MiB: checkpointed to local disk", estimate / 2**20)
+                return held.checkpointed(df.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY))
+        return held.checkpointed(df.localCheckpoint(eager=True))

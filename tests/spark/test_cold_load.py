@@ -199,3 +199,28 @@ def test_a_collected_batch_above_the_interpreted_size_compiles_its_expressions(
     assert info.metrics["rows_staged"] == 299 and "codegen id" not in work.plans[0]
     assert compiled_classes(spark) > compiled
     assert "planned without whole-stage code generation (a small batch" in caplog.text
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["small", "above the size"])
+def test_a_checkpointed_small_batch_is_planned_without_whole_stage_codegen(
+    spark, dataset, tmp_path, caplog, monkeypatch, small
+):
+    """A delete-insert's batch is checkpointed in Spark (its plan reads it back): a small one without
+    whole-stage code generation, its expressions compiled, the settings removed after it; one Spark
+    estimates above SMALL_BATCH_BYTES as the session has it (spark/codegen.py)."""
+    from airflow_provider_deltamerge.spark import codegen
+
+    if not small:
+        monkeypatch.setattr(codegen, "SMALL_BATCH_BYTES", 0)
+    landing = str(tmp_path / "landing")
+    spark.range(300).selectExpr("id", "concat('v', id) AS v").write.parquet(landing)
+    delete_insert = {"disposition": "merge", "strategy": "delete-insert"}
+    load(spark, dataset, spark.read.parquet(landing), write_disposition=delete_insert)
+    with caplog.at_level("INFO", logger="airflow_provider_deltamerge.spark.codegen"):
+        info, work = load(spark, dataset, spark.read.parquet(landing), write_disposition=delete_insert)
+    checkpoints = [plan for plan in work.plans if "Window" in plan]  # the deduplicating pass
+    assert info.metrics["rows_staged"] == 300 and len(checkpoints) == 1
+    assert ("codegen id" in checkpoints[0]) is not small, checkpoints[0]
+    said = "the batch's checkpoint: planned without whole-stage code generation (a small batch"
+    assert (said in caplog.text) is small
+    assert spark.conf.get(codegen.WHOLE_STAGE, None) is None
