@@ -5,11 +5,11 @@ on staging's own pass over the batch (spark/profile.py), so checking adds no pas
 The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
 (a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
 PySpark 3.5 observes nothing, they are one job over the flagged batch instead. The rows to quarantine
-are a job of their own over the flagged batch, none where the counts found none. Where a `quarantine`
-expectation is declared, the flagged batch is held in Spark's cache for the load (spark/held.py),
-filled by staging's pass: the rows quarantined are those that pass set aside, even from a source that
-would answer a second read differently.
-"""
+are those staging's pass set aside, even from a source that would answer a second read differently:
+of a small batch, carried out of that pass (spark/observed_rows.py); of a larger one, or on Spark
+Connect, read from Spark's cache, where the flagged batch is held for the load (spark/held.py) and
+filled by that pass. Where the counts are a job of their own, so are the rows to quarantine (none
+where the counts found none)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 from ..model.expectations import ACTIONS, Expectation, quarantines
 from ..model.naming import backticked
 from ..model.row_condition import check_row_condition
-from . import held, profile
+from . import held, observed_rows, profile
 from .cdc import check_condition
 from .frames import INPUT_ORDER
 
@@ -41,6 +41,7 @@ class Counts:
     dropped: int
     quarantined: int
     failing: int  # rows failing a `fail` expectation: the load then fails
+    in_pass: bool = False  # counted by staging's pass (not a job of their own)
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,13 @@ class Checks:
     flagged: DataFrame
     kept: DataFrame
     observed: Callable[[], profile.Profile] | None
+    carried: observed_rows.Carried | None = None  # the rows to quarantine, out of staging's pass
 
     def counts(self, rows_reaching_staging: int) -> Counts:
         """The counts; those staging's pass observed where it saw every kept row (`rows_reaching_staging`
         of them), else one job over the flagged batch."""
-        found = None
-        if self.observed is not None and rows_reaching_staging > 0:
-            found = self.observed()
-            set_aside = found.get(_DROPPED) + found.get(_QUARANTINED) + found.get(_FAILING)
-            if found.rows - set_aside != rows_reaching_staging:  # it saw part of the rows: ask again
-                found = None
+        found = self._observed(rows_reaching_staging)
+        in_pass = found is not None
         if found is None:
             found = profile.aggregated(self.flagged, _aggregates(self.expectations))
         failed = {e.name: int(found.get(f"dq:{i}")) for i, e in enumerate(self.expectations)}
@@ -71,7 +69,18 @@ class Checks:
             int(found.get(_DROPPED)),
             int(found.get(_QUARANTINED)),
             int(found.get(_FAILING)),
+            in_pass,
         )
+
+    def _observed(self, rows_reaching_staging: int) -> profile.Profile | None:
+        """The counts staging's pass observed, where it ran (it may not have where no row reached it) and
+        saw every kept row; else None."""
+        ran = rows_reaching_staging > 0 or (self.carried is not None and self.carried.ran())
+        found = self.observed() if self.observed is not None and ran else None
+        if found is None:
+            return None
+        set_aside = found.get(_DROPPED) + found.get(_QUARANTINED) + found.get(_FAILING)
+        return found if found.rows - set_aside == rows_reaching_staging else None  # else it saw part
 
     def rows_failing(self, action: str, limit: int) -> list[dict]:
         """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
@@ -80,8 +89,14 @@ class Checks:
         return [r.asDict(recursive=True) for r in named.collect()]
 
     def quarantined(self, counts: Counts | None = None) -> DataFrame:
-        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one
-        (a job of their own when read; none, reading nothing, where `counts` found none)."""
+        """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one;
+        those staging's pass carried where `counts` are that pass's, else a job of their own when read
+        (none, reading nothing, where `counts` found none)."""
+        carried = None
+        if self.carried is not None and counts is not None and counts.in_pass and counts.quarantined:
+            carried = self.carried.rows(counts.quarantined)
+        if carried is not None:
+            return carried
         rows = self.flagged.filter(_strictest(self.expectations, "quarantine"))
         named = rows.select(*_named_columns(self.flagged, self.expectations))
         return named.limit(0) if counts is not None and not counts.quarantined else named
@@ -95,22 +110,34 @@ def _named_columns(flagged: DataFrame, expectations: tuple[Expectation, ...]) ->
     return [*own, F.array_compact(F.array(*names)).alias(FAILED)]
 
 
-def check(df: DataFrame, expectations: tuple[Expectation, ...], argument: str = "expectations") -> Checks:
+def check(
+    df: DataFrame,
+    expectations: tuple[Expectation, ...],
+    argument: str = "expectations",
+    counted_in_pass: bool = True,
+) -> Checks:
     """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
-    refused (ConfigError naming the expectation under `argument`) before any job runs."""
+    refused (ConfigError naming the expectation under `argument`) before any job runs. Where the caller
+    counts with a job of its own (not `counted_in_pass`), the rows to quarantine are read from the cache."""
     _check_conditions(df, expectations, argument)
     flagged = df.withColumns(  # one parsed expression a flag: few calls into the JVM
         {_FLAG.format(i): F.expr(f"NOT coalesce(({e.condition}), false)") for i, e in enumerate(expectations)}
     )
-    if quarantines(expectations):  # quarantined from the rows staging read
+    carry = quarantines(expectations) and counted_in_pass and observed_rows.carries(flagged)
+    if quarantines(expectations) and not carry:  # quarantined from the rows staging read
         flagged = held.hold(flagged)
-    observed = None
+    observed = carried = None
     source = flagged
-    if profile.observes_in_pass(flagged):
+    if carry:
+        columns = _named_columns(flagged, expectations)
+        aggregates, picked = _aggregates(expectations)[1:], _strictest(expectations, "quarantine")
+        source, carried = observed_rows.carried(flagged, aggregates, picked, columns)
+        observed = carried.profile
+    elif profile.observes_in_pass(flagged):
         source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
     aside = [e for e in expectations if e.action != "warn"]
     kept = source.filter(f"NOT ({_fails_any(expectations, aside)})") if aside else source
-    return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed)
+    return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed, carried)
 
 
 def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...], argument: str) -> None:

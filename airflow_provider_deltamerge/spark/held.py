@@ -2,8 +2,8 @@
 kept in Spark's cache (memory, spilling to disk) and its local checkpoints (spark/frames.py).
 
 A load's later jobs then read the rows its first pass read, even where the source would answer a second
-read differently (a live query, a non-deterministic column): the quarantined rows of a load are the rows
-its staging pass set aside (spark/expectations.py).
+read differently (a live query, a non-deterministic column): the quarantined rows of a load too large to
+carry them out of its staging pass are the rows that pass set aside (spark/expectations.py).
 
 Where the load has counted a checkpoint's rows, Spark's estimate of a batch that only filters and
 projects it is bounded by them (`rows_under`): Spark sizes a checkpoint by the plan it came from, so a
