@@ -154,8 +154,10 @@ def narrowed_to_window(
     cursor column whose type is the window's own is narrowed, else the source is returned as it is."""
     if window is None or (window.start is None and window.end is None) or "." in cursor_path:
         return df
+    if window.cursor_type not in _NARROWED_TYPES:  # before the schema: a round trip on Spark Connect
+        return df
     named = [f for f in df.schema.fields if normalize(f.name) == cursor_path]
-    if len(named) != 1 or window.cursor_type not in _NARROWED_TYPES:
+    if len(named) != 1:
         return df
     try:
         if spark_cursor_type(named[0].dataType, cursor_path) != window.cursor_type:
