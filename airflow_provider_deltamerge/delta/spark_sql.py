@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from ..model.naming import backticked
+from ..model.naming import backticked, spark_string
 from ..plan.expressions import SOURCE, TARGET, Expr, render
 from ..plan.merge import Clause, MergePlan, Operation, SourceShape
 from .writer import USER_METADATA, CommitRequest
@@ -51,10 +51,7 @@ class SparkSqlDialect:
     def date(value: date) -> str:
         return f"DATE '{value.isoformat()}'"
 
-    @staticmethod
-    def string(value: str) -> str:
-        # Backslash escapes, which Spark reads in every version (3.5 reads '' as two adjacent literals).
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    string = staticmethod(spark_string)
 
 
 SPARK_SQL = SparkSqlDialect()

@@ -87,6 +87,12 @@ def backticked(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def spark_string(text: str) -> str:
+    """A text as a Spark SQL string literal whatever it holds: in single quotes, backslash escapes, which
+    Spark reads in every version (3.5 reads '' as two adjacent literals)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def name_key(name: str) -> str:
     """What Spark and Delta compare a column name by: its lower case (Java's, in the root locale, which
     Python's `str.lower` matches for every name a table holds)."""

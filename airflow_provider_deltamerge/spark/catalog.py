@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..errors import CatalogError
 from ..model.catalog import CatalogTable
-from ..model.naming import backticked
+from ..model.naming import backticked, spark_string
 
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 UNITY_CATALOG_CLASSES = ("io.unitycatalog.", "com.databricks.")  # catalogs that own managed tables' files
@@ -61,7 +61,7 @@ class SparkCatalog:
         return CatalogTable(schema, name, kind, info.get("Location") or None, info.get("Type") == "MANAGED")
 
     def _shown(self, schema: str, name: str) -> dict[str, str] | None:
-        statement = f"SHOW TABLE EXTENDED IN {self._qualified(schema)} LIKE '{_quoted(name)}'"
+        statement = f"SHOW TABLE EXTENDED IN {self._qualified(schema)} LIKE {spark_string(name)}"
         for row in self._sql(statement, f"{schema}.{name}"):
             if row.tableName.lower() == name.lower() and not row.isTemporary:
                 lines = (line.partition(": ") for line in row.information.splitlines())
@@ -77,13 +77,13 @@ class SparkCatalog:
         }
 
     def create_schema(self, schema: str, location: str | None = None) -> None:
-        where = f" LOCATION '{_quoted(location)}'" if location else ""
+        where = f" LOCATION {spark_string(location)}" if location else ""
         self._sql(f"CREATE NAMESPACE IF NOT EXISTS {self._qualified(schema)}{where}", schema)
 
     def register(self, schema: str, name: str, location: str) -> None:
         statement = (
             f"CREATE TABLE IF NOT EXISTS {self._qualified(schema, name)} USING delta "
-            f"LOCATION '{_quoted(location)}'"
+            f"LOCATION {spark_string(location)}"
         )
         try:
             self._sql(statement, f"{schema}.{name}")
@@ -107,10 +107,6 @@ class SparkCatalog:
         its own such as Unity Catalog's)."""
         implementation = self.implementation()
         return implementation == DELTA_CATALOG or (self.name is not None and bool(implementation))
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _first_line(error: Exception) -> str:

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..model.expectations import ACTIONS, Expectation, quarantines
-from ..model.naming import backticked
+from ..model.naming import backticked, spark_string
 from ..model.row_condition import check_row_condition
 from . import held, observed_rows, profile
 from .cdc import check_condition
@@ -32,6 +32,7 @@ _FLAG = "__dq_fails_{}"  # true where the row fails expectation {index}: plain b
 _DROPPED = "dq:dropped"
 _QUARANTINED = "dq:quarantined"
 _FAILING = "dq:failing"  # rows failing a `fail` expectation
+_ROW = "__dq_row"  # a set-aside row as one struct
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,8 @@ class Checks:
     def rows_failing(self, action: str, limit: int) -> list[dict]:
         """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
         rows = self.flagged.filter(_strictest(self.expectations, action)).limit(limit)
-        named = rows.select(*_named_columns(rows, self.expectations))
-        return [r.asDict(recursive=True) for r in named.collect()]
+        named = rows.select(F.expr(_set_aside_row(rows, self.expectations)).alias(_ROW))
+        return [r[_ROW].asDict(recursive=True) for r in named.collect()]
 
     def quarantined(self, counts: Counts | None = None) -> DataFrame:
         """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one;
@@ -98,16 +99,19 @@ class Checks:
         if carried is not None:
             return carried
         rows = self.flagged.filter(_strictest(self.expectations, "quarantine"))
-        named = rows.select(*_named_columns(self.flagged, self.expectations))
+        row = F.expr(_set_aside_row(self.flagged, self.expectations)).alias(_ROW)
+        named = rows.select(row).select(f"{_ROW}.*")
         return named.limit(0) if counts is not None and not counts.quarantined else named
 
 
-def _named_columns(flagged: DataFrame, expectations: tuple[Expectation, ...]) -> list[Column]:
-    """A set-aside row's columns: its own, then FAILED, instead of the flags (a higher-order function:
-    only on the rows set aside)."""
-    names = [F.when(_failed(i), F.lit(e.name)) for i, e in enumerate(expectations)]
-    own = [F.col(backticked(c)) for c in flagged.columns if c not in (*_flags(expectations), INPUT_ORDER)]
-    return [*own, F.array_compact(F.array(*names)).alias(FAILED)]
+def _set_aside_row(flagged: DataFrame, expectations: tuple[Expectation, ...]) -> str:
+    """A set-aside row as a struct, in SQL: its own columns, then FAILED, instead of the flags. One
+    expression, parsed by Spark in one call (a column at a time costs a call into the JVM each)."""
+    names = (f"CASE WHEN {_flag(i)} THEN {spark_string(e.name)} END" for i, e in enumerate(expectations))
+    own = [c for c in flagged.columns if c not in (*_flags(expectations), INPUT_ORDER)]
+    fields = [f"{spark_string(c)}, {backticked(c)}" for c in own]
+    fields.append(f"{spark_string(FAILED)}, array_compact(array({', '.join(names)}))")
+    return f"named_struct({', '.join(fields)})"
 
 
 def check(
@@ -129,9 +133,9 @@ def check(
     observed = carried = None
     source = flagged
     if carry:
-        columns = _named_columns(flagged, expectations)
-        aggregates, picked = _aggregates(expectations)[1:], _strictest(expectations, "quarantine")
-        source, carried = observed_rows.carried(flagged, aggregates, picked, columns)
+        counts, picked = _aggregates(expectations)[1:], _strictest(expectations, "quarantine")
+        row = _set_aside_row(flagged, expectations)
+        source, carried = observed_rows.carried(flagged, counts, picked, row)
         observed = carried.profile
     elif profile.observes_in_pass(flagged):
         source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
@@ -179,10 +183,6 @@ def _flags(expectations) -> list[str]:
 
 def _flag(index: int) -> str:
     return f"`{_FLAG.format(index)}`"
-
-
-def _failed(index: int) -> Column:
-    return F.col(_FLAG.format(index))
 
 
 def _fails_any(expectations: tuple[Expectation, ...], some: list[Expectation]) -> str:

@@ -13,16 +13,19 @@ be held, each as a JVM object, until the load reads them) on a classic session w
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pyspark
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from .profile import Profile, estimated_bytes, is_connect
+from ..model.naming import backticked
+from .profile import Profile, estimated_bytes, is_connect, profile_of
 
 CARRIED_ESTIMATE_BYTES = 8 * 2**20
-_ROWS = "carried:rows"
+_ROWS = "carried:rows"  # the observation's last field
+_SEPARATOR = ","  # between counts
 
 
 def carries(df: DataFrame) -> bool:
@@ -49,13 +52,14 @@ class Carried:
             return False
 
     def profile(self) -> Profile | None:
-        """The pass's other aggregates (the rows stay in the JVM); None where the pass observed nothing (a
-        plan Spark optimised to no rows)."""
+        """The pass's counts (the rows stay in the JVM), read in one call; None where the pass observed
+        nothing (a plan Spark optimised to no rows)."""
         observed = self.observation._jo.getRow()
         if observed.length() == 0:
             return None
-        values = {name: observed.getAs(name) for name in observed.schema().fieldNames() if name != _ROWS}
-        return Profile(int(values.pop("rows") or 0), values)
+        names = [field["name"] for field in json.loads(observed.schema().json())["fields"]][:-1]
+        counts = observed.toSeq().take(len(names)).mkString(_SEPARATOR).split(_SEPARATOR)
+        return profile_of({n: None if c == "null" else int(c) for n, c in zip(names, counts, strict=True)})
 
     def rows(self, expected: int) -> DataFrame | None:
         """The rows the pass picked, as a DataFrame over them; None where it picked other than `expected`
@@ -72,12 +76,12 @@ class Carried:
 
 
 def carried(
-    df: DataFrame, aggregates: list[Column], condition_sql: str, columns: list[Column]
+    df: DataFrame, counts: list[Column], condition_sql: str, row_sql: str
 ) -> tuple[DataFrame, Carried]:
-    """(`df` observing the rows it has and `aggregates` on its first pass and carrying out of it the rows
-    meeting the condition, with `columns`; what it observed and carried). One observation: each one more
-    is more work a fresh process compiles."""
+    """(`df` observing the rows it has and `counts` (aggregates of whole numbers) on its first pass and
+    carrying out of it the rows meeting the condition, as the struct `row_sql` makes of each; what it
+    observed and carried). One observation: each one more is more work a fresh process compiles."""
     observation = Observation()
-    picked = F.collect_list(F.when(F.expr(condition_sql), F.struct(*columns))).alias(_ROWS)
-    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"), *aggregates, picked)
+    picked = F.expr(f"collect_list(CASE WHEN {condition_sql} THEN {row_sql} END) AS {backticked(_ROWS)}")
+    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"), *counts, picked)
     return observed, Carried(observation, df)

@@ -100,7 +100,7 @@ def with_observed(df: DataFrame, aggregates: list[Column]):
 
     def observed_profile() -> Profile:
         try:
-            return _profile(observation.get)
+            return profile_of(observation.get)
         except Exception:  # Spark observes nothing on a plan it optimised to no rows (PySpark 3.5: {})
             return aggregated(df, aggregates)
 
@@ -109,10 +109,11 @@ def with_observed(df: DataFrame, aggregates: list[Column]):
 
 def aggregated(df: DataFrame, aggregates: list[Column]) -> Profile:
     """The aggregates as one job over `df`."""
-    return _profile(df.agg(F.count(F.lit(1)).alias("rows"), *aggregates).first().asDict())
+    return profile_of(df.agg(F.count(F.lit(1)).alias("rows"), *aggregates).first().asDict())
 
 
-def _profile(values: dict[str, Any]) -> Profile:
+def profile_of(values: dict[str, Any]) -> Profile:
+    """The Profile of observed or aggregated values: the "rows" count and the other aggregates by name."""
     values = dict(values)
     return Profile(int(values.pop("rows") or 0), values)
 

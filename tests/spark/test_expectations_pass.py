@@ -132,3 +132,31 @@ def test_the_rows_quarantined_keep_every_value_as_the_pass_computed_it(spark, tm
     assert counts.quarantined == 3 and len(kept) == 9
     assert quarantined.drop_columns([spark_checks.FAILED]).equals(expected)
     assert quarantined.column(spark_checks.FAILED).to_pylist() == [["four"]] * 3
+
+
+ODD_NAMES = ["a.b", "it's", "back\\slash", "tick`d", "sp ace"]
+
+
+def test_odd_column_and_expectation_names_come_out_as_given(spark, tmp_path, set_aside_rows):
+    """Column names with dots, quotes, a backslash or a backtick, and expectation names with quotes and a
+    backslash, name the rows set aside and the expectations they failed exactly as given."""
+    source = str(tmp_path / "batch")
+    schema = ", ".join(f"`{n.replace('`', '``')}` INT" for n in ODD_NAMES)
+    spark.createDataFrame([(n, n, n, n, n) for n in range(1, 11)], schema).write.parquet(source)
+    named = {
+        "quarantine": {"isn't 'even'": "`a.b` % 2 = 0", "back\\slash": "`it's` < 9"},
+        "warn": {'"quoted"': "`tick``d` > 100"},
+    }
+    with held_for_load():
+        checks = spark_checks.check(spark.read.parquet(source), parse_expectations(named))
+        kept = checks.kept.collect()
+        counts = checks.counts(len(kept))
+        quarantined = checks.quarantined(counts).orderBy("`a.b`").collect()
+    assert sorted(r["a.b"] for r in kept) == [2, 4, 6, 8]
+    assert counts.failed == {"isn't 'even'": 5, "back\\slash": 2, '"quoted"': 10}
+    assert quarantined[0].asDict().keys() == {*ODD_NAMES, spark_checks.FAILED}
+    failed = {r["a.b"]: r[spark_checks.FAILED] for r in quarantined}
+    odd, high = ['"quoted"', "isn't 'even'"], ['"quoted"', "back\\slash"]
+    assert failed == {1: odd, 3: odd, 5: odd, 7: odd, 9: [*odd, "back\\slash"], 10: high}
+    shown = checks.rows_failing("quarantine", 2)
+    assert len(shown) == 2 and all(set(r) == {*ODD_NAMES, spark_checks.FAILED} for r in shown)

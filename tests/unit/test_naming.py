@@ -6,7 +6,13 @@ import pytest
 
 from airflow_provider_deltamerge.errors import ConfigError
 from airflow_provider_deltamerge.model.arguments import check_table_name
-from airflow_provider_deltamerge.model.naming import direct, naming_convention, normalize_columns, snake_case
+from airflow_provider_deltamerge.model.naming import (
+    direct,
+    naming_convention,
+    normalize_columns,
+    snake_case,
+    spark_string,
+)
 from airflow_provider_deltamerge.model.request import LoadRequest
 
 
@@ -171,3 +177,8 @@ def test_a_name_delta_does_not_allow_is_refused(name):
         check_storable_names("orders", ["id", name])
     assert raised.value.name == name
     check_storable_names("orders", ["a.b", "a`b", 'a"b', "a[0]", "ünï", "1st", "select", "a-b:c?"])
+
+
+def test_a_spark_string_literal_escapes_quotes_and_backslashes():
+    assert spark_string("it's a \\ path") == "'it\\'s a \\\\ path'"
+    assert spark_string("") == "''"
