@@ -22,6 +22,7 @@ from ..model.expectations import (
     QUARANTINE_WINDOW_END,
     QUARANTINE_WINDOW_START,
 )
+from ..plan.expressions import standard_string
 from . import checkpoints
 from .locking import creation_lock
 from .storage import store_write_errors
@@ -60,7 +61,7 @@ def write_quarantine(
                     write_deltalake(path, rows, mode="append", storage_options=storage_options)
                     return
             read_version = DeltaTable(path, storage_options=storage_options).version()
-            quoted = ", ".join("'" + load_id.replace("'", "''") + "'" for load_id in replaced)
+            quoted = ", ".join(standard_string(load_id) for load_id in replaced)
             write_deltalake(
                 path,
                 rows,

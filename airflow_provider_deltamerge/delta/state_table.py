@@ -15,6 +15,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from ..errors import ConflictError
+from ..plan.expressions import standard_string
 from . import checkpoints
 from .locking import creation_lock
 from .read_check import PINNED
@@ -171,8 +172,7 @@ def _sizes(table: DeltaTable) -> list[int]:
 
 def _equals(column: str, text: str) -> str:
     """A delta-rs (DataFusion SQL) predicate: the column equals the text."""
-    quoted = text.replace("'", "''")
-    return f"\"{column}\" = '{quoted}'"
+    return f'"{column}" = {standard_string(text)}'
 
 
 def _holds_row(table: DeltaTable, key: str, load_id: str) -> bool:
