@@ -1,6 +1,7 @@
-"""What expectations cost a load: the same upsert of ROWS rows (a parquet batch, keys half new, half in the
-target) into a target of ROWS rows, with three expectations (warn, drop, quarantine; 1% of the rows fail
-one of them) and without, as the ratio of their times (docs/EXPECTATIONS.md). `--set-aside drop` makes
+"""What expectations cost a load: the same merge of ROWS rows (a parquet batch, keys half new, half in the
+target) into a target of ROWS rows (delete-insert, a merge's default strategy; `--strategy upsert` for
+the other), with three expectations (warn, drop, quarantine; 1% of the rows fail one of them) and
+without, as the ratio of their times (docs/EXPECTATIONS.md). `--set-aside drop` makes
 the third expectation a `drop`: the same rows left out, none kept for a quarantine table.
 
 - COLD, what an Airflow task pays: each timed load in a fresh process (its Spark session started first,
@@ -10,6 +11,7 @@ Each result is verified: the table's rows, and the rows dropped and quarantined.
 
     python benchmarks/bench_expectations.py --out expectations.json
     python benchmarks/bench_expectations.py --set-aside drop                  # no quarantine table
+    python benchmarks/bench_expectations.py --strategy upsert                 # no deduplication
     python benchmarks/bench_expectations.py --rows 2000 --repeat 1 --warm     # a tiny run
 """
 
@@ -52,6 +54,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default="quarantine",
         help="what the third expectation does with its rows (default quarantine)",
     )
+    parser.add_argument(
+        "--strategy",
+        choices=("delete-insert", "upsert"),
+        default="delete-insert",
+        help="the merge's strategy (default delete-insert, a merge's own default)",
+    )
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--one", nargs=3, metavar=("WORK", "SIDE", "RUN"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -77,8 +85,16 @@ def prepare(spark, work: Path, count: int) -> None:
     spark.createDataFrame(rows(0, count, failing=False)).write.mode("overwrite").parquet(str(work / "seed"))
 
 
-def one_load(spark, work: Path, side: str, run: str, count: int, aside: str = "quarantine") -> dict:
-    """One timed upsert of the batch into a fresh copy of the target; its seconds and metrics."""
+def one_load(
+    spark,
+    work: Path,
+    side: str,
+    run: str,
+    count: int,
+    aside: str = "quarantine",
+    strategy: str = "delete-insert",
+) -> dict:
+    """One timed merge of the batch into a fresh copy of the target; its seconds and metrics."""
     from airflow_provider_deltamerge import run_load
 
     dataset = work / f"lake-{side}-{run}"
@@ -86,7 +102,7 @@ def one_load(spark, work: Path, side: str, run: str, count: int, aside: str = "q
     arguments = {
         "dataset": str(dataset),
         "table_name": "orders",
-        "write_disposition": "merge",
+        "write_disposition": {"disposition": "merge", "strategy": strategy},
         "primary_key": "id",
     }
     run_load(spark.read.parquet(str(work / "seed")), spark=spark, **arguments)
@@ -121,25 +137,34 @@ def _verified(dataset: Path, metrics: dict, side: str, count: int, aside: str) -
     return stored == count + len(new) and set_aside == len(left_out) and quarantined
 
 
-def warm(spark, work: Path, repeat: int, count: int, aside: str) -> dict:
+def warm(spark, work: Path, repeat: int, count: int, aside: str, strategy: str) -> dict:
     for side in ("without", "with"):  # untimed first runs
-        one_load(spark, work, side, "warmup", count, aside)
+        one_load(spark, work, side, "warmup", count, aside, strategy)
     times: dict[str, list[float]] = {"without": [], "with": []}
     verified = True
     for n in range(repeat):
         for side in ("without", "with") if n % 2 == 0 else ("with", "without"):
-            result = one_load(spark, work, side, str(n), count, aside)
+            result = one_load(spark, work, side, str(n), count, aside, strategy)
             times[side].append(result["seconds"])
             verified &= result["verified"]
     return _summary(times, verified)
 
 
-def cold(work: Path, repeat: int, count: int, aside: str) -> dict:
+def cold(work: Path, repeat: int, count: int, aside: str, strategy: str) -> dict:
     times: dict[str, list[float]] = {"without": [], "with": []}
     verified = True
     for n in range(repeat):
         for side in ("without", "with") if n % 2 == 0 else ("with", "without"):
-            command = [sys.executable, __file__, "--rows", str(count), "--set-aside", aside]
+            command = [
+                sys.executable,
+                __file__,
+                "--rows",
+                str(count),
+                "--set-aside",
+                aside,
+                "--strategy",
+                strategy,
+            ]
             command += ["--one", str(work), side, f"cold{n}"]
             result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
             times[side].append(result["seconds"])
@@ -170,7 +195,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
     if args.one:  # a cold run's child process: one load, its result as JSON on stdout
         work, side, run = args.one
-        result = one_load(spark_session(), Path(work), side, run, args.rows, args.set_aside)
+        result = one_load(spark_session(), Path(work), side, run, args.rows, args.set_aside, args.strategy)
         print(json.dumps({"seconds": result["seconds"], "verified": result["verified"]}))
         return result
     work = Path(tempfile.mkdtemp(prefix="bench-expectations-"))
@@ -180,18 +205,23 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         spark = spark_session()
         prepare(spark, work, args.rows)
-        report: dict = {"rows": args.rows, "repeat": args.repeat, "set_aside": args.set_aside}
+        report: dict = {
+            "rows": args.rows,
+            "repeat": args.repeat,
+            "set_aside": args.set_aside,
+            "strategy": args.strategy,
+        }
         if not args.cold:
-            report["warm"] = warm(spark, work, args.repeat, args.rows, args.set_aside)
+            report["warm"] = warm(spark, work, args.repeat, args.rows, args.set_aside, args.strategy)
         if own_session:  # an idle session's JVM still takes CPU time from the cold runs' processes
             spark.stop()
         if not args.warm:
-            report["cold"] = cold(work, args.repeat, args.rows, args.set_aside)
+            report["cold"] = cold(work, args.repeat, args.rows, args.set_aside, args.strategy)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
-        f"expectations (warn, drop, {args.set_aside}) on an upsert of {args.rows:,} rows into {args.rows:,} "
-        "(1% failing), median seconds"
+        f"expectations (warn, drop, {args.set_aside}) on a merge ({args.strategy}) of {args.rows:,} rows "
+        f"into {args.rows:,} (1% failing), median seconds"
     )
     for regime in ("cold", "warm"):
         if regime in report:

@@ -166,12 +166,14 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     window = opened.window if opened else None
     steps.step("window", "%s", describe_window(window))
     batch, schema = shape_to_schema(batch, request, table, commits)
-    batch, checks = expectations.check(batch, request)  # rows set aside before dedup and planning
-    nested_tables.check_child_expectations(request, batch, child_tables)
     writer, table = writer_for_batch(spark, request, writer, table, batch)
-    checkpoint("stage")
     replace_where = replace_where_for(request, window)
-    staged = staging.stage(spark, writer, request, batch, table, child_tables, load_id, replace_where, schema)
+    collect = staging.collection(spark, writer, request, batch, table, replace_where, child_tables)
+    # rows set aside before dedup and planning; on the driver where staging collects every row as it is
+    batch, checks = expectations.check(batch, request, collect, table, child_tables)
+    nested_tables.check_child_expectations(request, batch, child_tables)
+    checkpoint("stage")
+    staged = staging.stage(request, batch, table, load_id, schema, collect, checks)
     expected = expectations.outcome(checks, staged.rows_extracted, request)  # a `fail` refused here
     staged, nested = nested_tables.split_nested(
         spark, writer, request, staged, child_tables, load_id, replace_where, table is not None

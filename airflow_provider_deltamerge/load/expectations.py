@@ -36,6 +36,8 @@ from ..plan.merge import MergePlan, Operation
 from ..spark import expectations as spark_checks
 from ..spark.codegen import small_batch_codegen
 from ..spark.profile import COLLECT_ESTIMATE_BYTES, estimated_bytes
+from ..spark.stage import collects_every_row
+from .staged_arrow import collects_as_batch
 from .tombstones import completed_loads
 
 EXAMPLES = 3  # failing rows an ExpectationError shows
@@ -49,12 +51,18 @@ class Outcome:
     quarantined: Any = None  # DataFrame of the rows to quarantine, with spark_checks.FAILED
 
 
-def check(batch, request: LoadRequest):
-    """(the batch that goes on to staging, the checks) ; (batch, None) where the load has none."""
+def check(batch, request: LoadRequest, collect=None, table=None, child_tables: tuple[str, ...] = ()):
+    """(the batch that goes on to staging, the checks) ; (batch, None) where the load has none. Decided
+    on the driver where staging collects (`collect`: load/staging.py) each row of the batch as it is."""
     expectations = model.parse_expectations(request.expectations)
     if not expectations or not batch.columns:  # no expectations, or a batch without columns: no rows
         return batch, None
-    checks = spark_checks.check(batch, expectations)
+    on_driver = (
+        collect is not None
+        and collects_every_row(request.disposition, request.hints)
+        and collects_as_batch(request, batch, table, child_tables)
+    )
+    checks = spark_checks.check(batch, expectations, on_driver=on_driver)
     return checks.kept, checks
 
 
@@ -127,14 +135,13 @@ def commit_quarantine(writer, request: LoadRequest, result: Outcome, load, store
 
 
 def _rows(quarantined, load_id: str, stream: str, task: str, start, end) -> pa.Table:
-    """The quarantined rows as Arrow, with the quarantine table's own columns."""
-    renamed = quarantined.withColumnRenamed(spark_checks.FAILED, model.QUARANTINE_FAILED)
-    estimate = estimated_bytes(renamed)
-    if estimate is None or estimate > COLLECT_ESTIMATE_BYTES:
-        rows = spark_to_arrow(renamed)
-    else:  # a small batch's job compiles less, as staging's collection (a fresh JVM compiles slowly)
-        with small_batch_codegen(renamed.sparkSession, "the quarantined rows' collection", estimate):
-            rows = spark_to_arrow(renamed)
+    """The quarantined rows (Arrow, where the driver set them aside, else a DataFrame) as Arrow, with the
+    quarantine table's own columns."""
+    if isinstance(quarantined, pa.Table):
+        names = [model.QUARANTINE_FAILED if n == spark_checks.FAILED else n for n in quarantined.column_names]
+        rows = quarantined.rename_columns(names)
+    else:
+        rows = _collected(quarantined.withColumnRenamed(spark_checks.FAILED, model.QUARANTINE_FAILED))
     count = rows.num_rows
     now = datetime.now(timezone.utc)
     own = {
@@ -150,6 +157,16 @@ def _rows(quarantined, load_id: str, stream: str, task: str, start, end) -> pa.T
             rows = rows.drop_columns([name])
         rows = rows.append_column(name, values)
     return rows
+
+
+def _collected(quarantined) -> pa.Table:
+    """The quarantined rows of a DataFrame as Arrow."""
+    estimate = estimated_bytes(quarantined)
+    if estimate is None or estimate > COLLECT_ESTIMATE_BYTES:
+        return spark_to_arrow(quarantined)
+    # a small batch's job compiles less, as staging's collection (a fresh JVM compiles slowly)
+    with small_batch_codegen(quarantined.sparkSession, "the quarantined rows' collection", estimate):
+        return spark_to_arrow(quarantined)
 
 
 def _stream(request: LoadRequest, load_id: str) -> str:

@@ -35,10 +35,11 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.types import NullType
 
 from ..delta import unique_keys
 from ..delta.arrow_stream import collected
-from ..model.naming import ROW_ID
+from ..model.naming import LOAD_ID, ROW_ID
 from ..model.request import LoadRequest
 from ..plan.merge import HARD_DELETE_FLAG, MergePlan, Operation, SourceShape, plan_load
 from ..spark import driver_row_ids
@@ -92,6 +93,21 @@ def staging_collection(
         return driver_row_ids.filled(arrow) if hashed_key else arrow
 
     return collect
+
+
+def collects_as_batch(request: LoadRequest, batch, table, child_tables: tuple[str, ...]) -> bool:
+    """Whether staging's collection holds each column of the batch as the batch has it, so that a row
+    the driver sets aside from it is the batch's own (spark/expectations.py): every column of the table's
+    type already or new to it (none widened or filled by the alignment, none without a type), none kept
+    as JSON text, and no `_dlt_load_id` of the batch's own (the load's replaces it)."""
+    nested = plan_without_child_tables(request, batch, child_tables)
+    if nested is None or nested.json_columns or LOAD_ID in batch.columns:
+        return False
+    types = {f.name: f.dataType for f in table.schema.fields} if table is not None else {}
+    return all(
+        not isinstance(f.dataType, NullType) and types.get(f.name, f.dataType) == f.dataType
+        for f in batch.schema.fields
+    )
 
 
 def _row_ids_hashed_on_driver(request: LoadRequest, batch, estimate: int) -> tuple[str, ...]:

@@ -23,17 +23,23 @@ def extract(spark, data, request: LoadRequest, window, table, commits):
     return extracted(spark, data, request, table_schema, stored_column_schema(commits), window)
 
 
-def stage(
-    spark, writer, request: LoadRequest, batch, table, child_tables, load_id: str, replace_where, schema
-):
-    """The staged batch: collected to the driver by its one pass where the writer takes Arrow and the
-    commit takes the staged rows (load/staged_arrow.py), else materialised in Spark."""
-    collect = staged_arrow.staging_collection(
-        spark, writer, request, batch, table, replace_where, child_tables
-    )
+def collection(spark, writer, request: LoadRequest, batch, table, replace_where, child_tables):
+    """Staging's collection of the batch to the driver (load/staged_arrow.py), or None where it is
+    materialised in Spark; asked before the expectations, which it lets the driver decide."""
+    return staged_arrow.staging_collection(spark, writer, request, batch, table, replace_where, child_tables)
+
+
+def stage(request: LoadRequest, batch, table, load_id: str, schema, collect, checks=None):
+    """The staged batch: collected to the driver by its one pass by `collect` (`collection`), else
+    materialised in Spark. `checks`: the load's expectations, which the driver decides where they ask to
+    (spark/expectations.py), from the flagged rows the pass collects."""
+    flagged = None
+    if collect is not None and checks is not None and checks.on_driver is not None:
+        collect, flagged = checks.collecting(collect), checks.flagged
     folders = tuple(table.partition_columns) if table is not None else schema.partition_by
     to_name = partitions_to_name(request, table)
-    staged = stage_batch(batch, request.disposition, request.hints, load_id, collect, to_name, folders)
+    hints = request.hints
+    staged = stage_batch(batch, request.disposition, hints, load_id, collect, to_name, folders, flagged)
     return staged_arrow.checked(staged, request, table) if staged.arrow is not None else staged
 
 

@@ -4,18 +4,21 @@ on staging's own pass over the batch (spark/profile.py), so checking adds no pas
 
 The counts are read after staging's pass (`Checks.counts`); where that pass did not see every row
 (a batch Spark optimised to nothing, or one every row of which was set aside), or Spark Connect with
-PySpark 3.5 observes nothing, they are one job over the flagged batch instead. The rows to quarantine
-are those staging's pass set aside, even from a source that would answer a second read differently:
-of a small batch, carried out of that pass (spark/observed_rows.py); of a larger one, or on Spark
-Connect, read from Spark's cache, where the flagged batch is held for the load (spark/held.py) and
-filled by that pass. Where the counts are a job of their own, so are the rows to quarantine (none
-where the counts found none)."""
+PySpark 3.5 observes nothing, they are one job over the flagged batch instead. Where staging's pass
+collects every row to the driver as it is (load/staged_arrow.py), the rows go there with their flags and
+the driver counts them and sets them aside (spark/arrow_expectations.py): nothing observed, nothing
+filtered in Spark. Otherwise the rows to quarantine are those staging's pass set aside, even from a
+source that would answer a second read differently: of a small batch, carried out of that pass
+(spark/observed_rows.py); of a larger one, or on Spark Connect, read from Spark's cache, where the
+flagged batch is held for the load (spark/held.py) and filled by that pass. Where the counts are a job of
+their own, so are the rows to quarantine (none where the counts found none)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -23,7 +26,7 @@ from pyspark.sql import types as T
 from ..model.expectations import ACTIONS, Expectation, quarantines
 from ..model.naming import backticked, spark_string
 from ..model.row_condition import check_row_condition
-from . import held, observed_rows, profile
+from . import arrow_expectations, held, observed_rows, profile
 from .cdc import check_condition
 from .frames import INPUT_ORDER
 
@@ -45,6 +48,15 @@ class Counts:
     in_pass: bool = False  # counted by staging's pass (not a job of their own)
 
 
+@dataclass
+class OnDriver:
+    """Expectations decided on the driver from the rows staging collects: the batch's own columns, which
+    the rows set aside keep, and the split of the collected rows once staging has collected them."""
+
+    own: list[str]
+    split: arrow_expectations.Split | None = None
+
+
 @dataclass(frozen=True)
 class Checks:
     """The batch's expectations in Spark: `flagged`, every row with a flag per expectation; `kept`, the
@@ -55,10 +67,31 @@ class Checks:
     kept: DataFrame
     observed: Callable[[], profile.Profile] | None
     carried: observed_rows.Carried | None = None  # the rows to quarantine, out of staging's pass
+    on_driver: OnDriver | None = None  # decided on the driver, from the rows staging collects
+
+    def collecting(self, collect: Callable[[DataFrame], pa.Table]) -> Callable[[DataFrame], pa.Table]:
+        """Staging's collection, decided on the driver: the collected rows (with their flags) split into
+        those kept, returned, and those set aside, counted (`counts`). A collection without the flags
+        (staging collected the kept batch) is returned as it is, and counted by a job of its own."""
+
+        def split_collection(staged: DataFrame) -> pa.Table:
+            collected = collect(staged)
+            flags = _flags(self.expectations)
+            if self.on_driver is None or not set(flags) <= set(collected.column_names):
+                return collected
+            own = self.on_driver.own
+            self.on_driver.split = arrow_expectations.split(collected, self.expectations, flags, own, FAILED)
+            return self.on_driver.split.kept
+
+        return split_collection
 
     def counts(self, rows_reaching_staging: int) -> Counts:
-        """The counts; those staging's pass observed where it saw every kept row (`rows_reaching_staging`
-        of them), else one job over the flagged batch."""
+        """The counts; those the driver made of the collected rows, or those staging's pass observed where
+        it saw every kept row (`rows_reaching_staging` of them), else one job over the flagged batch."""
+        split = self.on_driver.split if self.on_driver is not None else None
+        if split is not None:
+            aside = split.set_aside
+            return Counts(split.rows, split.failed, aside["drop"], aside["quarantine"], aside["fail"], True)
         found = self._observed(rows_reaching_staging)
         in_pass = found is not None
         if found is None:
@@ -84,15 +117,21 @@ class Checks:
         return found if found.rows - set_aside == rows_reaching_staging else None  # else it saw part
 
     def rows_failing(self, action: str, limit: int) -> list[dict]:
-        """Up to `limit` rows whose strictest failed action is `action`, with FAILED (a job of its own)."""
+        """Up to `limit` rows whose strictest failed action is `action`, with FAILED (those collected, or
+        a job of its own)."""
+        split = self.on_driver.split if self.on_driver is not None else None
+        if split is not None and action == "fail":
+            return split.failing.slice(0, limit).to_pylist()
         rows = self.flagged.filter(_strictest(self.expectations, action)).limit(limit)
         named = rows.select(F.expr(_set_aside_row(rows, self.expectations)).alias(_ROW))
         return [r[_ROW].asDict(recursive=True) for r in named.collect()]
 
-    def quarantined(self, counts: Counts | None = None) -> DataFrame:
+    def quarantined(self, counts: Counts | None = None) -> DataFrame | pa.Table:
         """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one;
-        those staging's pass carried where `counts` are that pass's, else a job of their own when read
-        (none, reading nothing, where `counts` found none)."""
+        those the driver set aside (Arrow), or those staging's pass carried where `counts` are that pass's,
+        else a job of their own when read (none, reading nothing, where `counts` found none)."""
+        if self.on_driver is not None and self.on_driver.split is not None:
+            return self.on_driver.split.quarantined
         carried = None
         if self.carried is not None and counts is not None and counts.in_pass and counts.quarantined:
             carried = self.carried.rows(counts.quarantined)
@@ -108,8 +147,7 @@ def _set_aside_row(flagged: DataFrame, expectations: tuple[Expectation, ...]) ->
     """A set-aside row as a struct, in SQL: its own columns, then FAILED, instead of the flags. One
     expression, parsed by Spark in one call (a column at a time costs a call into the JVM each)."""
     names = (f"CASE WHEN {_flag(i)} THEN {spark_string(e.name)} END" for i, e in enumerate(expectations))
-    own = [c for c in flagged.columns if c not in (*_flags(expectations), INPUT_ORDER)]
-    fields = [f"{spark_string(c)}, {backticked(c)}" for c in own]
+    fields = [f"{spark_string(c)}, {backticked(c)}" for c in _own_columns(flagged, expectations)]
     fields.append(f"{spark_string(FAILED)}, array_compact(array({', '.join(names)}))")
     return f"named_struct({', '.join(fields)})"
 
@@ -119,14 +157,21 @@ def check(
     expectations: tuple[Expectation, ...],
     argument: str = "expectations",
     counted_in_pass: bool = True,
+    on_driver: bool = False,
 ) -> Checks:
     """The batch flagged and filtered, lazily; a condition that is not over its columns or not true/false
     refused (ConfigError naming the expectation under `argument`) before any job runs. Where the caller
-    counts with a job of its own (not `counted_in_pass`), the rows to quarantine are read from the cache."""
+    counts with a job of its own (not `counted_in_pass`), the rows to quarantine are read from the cache.
+    `on_driver`: staging collects every row as it is, and the driver decides (`Checks.collecting`); the
+    flagged batch is then what staging collects, and the kept one what it stages otherwise."""
     _check_conditions(df, expectations, argument)
     flagged = df.withColumns(  # one parsed expression a flag: few calls into the JVM
         {_FLAG.format(i): F.expr(f"NOT coalesce(({e.condition}), false)") for i, e in enumerate(expectations)}
     )
+    if on_driver:
+        kept = flagged.filter(f"NOT ({_fails_any(expectations, _set_aside(expectations))})")
+        own = OnDriver(_own_columns(flagged, expectations))
+        return Checks(expectations, flagged, kept.drop(*_flags(expectations)), None, on_driver=own)
     carry = quarantines(expectations) and counted_in_pass and observed_rows.carries(flagged)
     if quarantines(expectations) and not carry:  # quarantined from the rows staging read
         flagged = held.hold(flagged)
@@ -139,7 +184,7 @@ def check(
         observed = carried.profile
     elif profile.observes_in_pass(flagged):
         source, observed = profile.with_observed(flagged, _aggregates(expectations)[1:])
-    aside = [e for e in expectations if e.action != "warn"]
+    aside = _set_aside(expectations)
     kept = source.filter(f"NOT ({_fails_any(expectations, aside)})") if aside else source
     return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed, carried)
 
@@ -175,6 +220,15 @@ def _aggregates(expectations: tuple[Expectation, ...]) -> list[Column]:
     return counts + [
         F.expr(f"sum(CASE WHEN {c} THEN 1 ELSE 0 END) AS `{n}`") for c, n in zip(counted, names, strict=True)
     ]
+
+
+def _own_columns(flagged: DataFrame, expectations: tuple[Expectation, ...]) -> list[str]:
+    """The batch's own columns, which a row set aside keeps: not the flags, not the input order."""
+    return [c for c in flagged.columns if c not in (*_flags(expectations), INPUT_ORDER)]
+
+
+def _set_aside(expectations: tuple[Expectation, ...]) -> list[Expectation]:
+    return [e for e in expectations if e.action != "warn"]
 
 
 def _flags(expectations) -> list[str]:

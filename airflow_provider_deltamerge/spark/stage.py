@@ -60,13 +60,16 @@ def stage_batch(
     collect: Callable[[DataFrame], Any] | None = None,
     partition_by: tuple[str, ...] = (),
     partition_folders: tuple[str, ...] = (),
+    flagged: DataFrame | None = None,
 ) -> StagedBatch:
     """Key checks, dedup, hard-delete flags and system columns, computed from the source in one pass
     that materialises the batch and profiles it (spark/profile.py). `collect` (given only where the
     aggregates ride on the pass) turns the staged DataFrame into the Arrow table the writer takes; that
     collection is then the pass, and the caller checks an upsert's unique keys in the Arrow data.
     `partition_by`: the partition columns of the table merged into, whose values in the batch the key
-    ranges list (spark/partition_values.py)."""
+    ranges list (spark/partition_values.py). `flagged`: `df` with the rows a load's expectations set
+    aside, flagged: where staging collects every row as it is (`collects_every_row`), the collection reads
+    it and `collect` leaves those rows out on the driver (spark/expectations.py); else it is not read."""
     named = {"primary_key": hints.primary_key, "merge_key": hints.merge_key, "sequence_by": hints.sequence_by}
     keys = {k: v for k, v in named.items() if v}  # columns every row must have, and not null
     if _lacks_columns(df, keys, disposition, hints):  # refused, or an empty batch: the checks as before
@@ -111,7 +114,7 @@ def stage_batch(
     arrow = None
     if collect is not None and one_observation:  # every count is in the collected rows: none observed
         staged = _without_ties(staged, ties_in_pass)
-        arrow = collect(staged)
+        arrow = collect(staged if flagged is None else _prepared(flagged, disposition, hints, load_id))
         after = _arrow_profile(arrow, staged, key_columns, ranged, partition_folders, aggregates)
     elif profile.observes_in_pass(staged):
         staged, staged_profile = profile.with_observed(staged, aggregates)
@@ -218,6 +221,14 @@ def _lacks_columns(df: DataFrame, keys: dict, disposition: WriteDisposition, hin
 def _dedups(disposition: WriteDisposition, hints: TableHints) -> bool:
     deduplicates = disposition.strategy == "delete-insert" and not disposition.deduplicated
     return deduplicates and bool(hints.primary_key)
+
+
+def collects_every_row(disposition: WriteDisposition, hints: TableHints) -> bool:
+    """Whether staging's collection, where it collects, is of each row of the batch as it is: prepared
+    row by row, nothing ranked, deduplicated or flagged as a change event."""
+    return (
+        _keeps_every_row(disposition, hints) and not hints.apply_as_deletes and not hints.apply_as_truncates
+    )
 
 
 def _keeps_every_row(disposition: WriteDisposition, hints: TableHints) -> bool:

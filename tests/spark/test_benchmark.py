@@ -173,9 +173,12 @@ def test_the_cold_report_holds_p2_to_dlts_fresh_upsert_and_reports_the_earlier_m
     assert "P2 cold run_load with its input's definition / dlt" not in names  # runs that timed it inside
 
 
-@pytest.mark.parametrize("set_aside", ["quarantine", "drop"])
+@pytest.mark.parametrize(
+    ("set_aside", "strategy"),
+    [("quarantine", "delete-insert"), ("drop", "delete-insert"), ("quarantine", "upsert")],
+)
 def test_a_tiny_expectations_benchmark_verifies_both_sides_and_reports_their_ratio(
-    spark, tmp_path, capsys, set_aside
+    spark, tmp_path, capsys, set_aside, strategy
 ):
     sys.path.insert(0, str(BENCHMARKS))
     try:
@@ -184,8 +187,9 @@ def test_a_tiny_expectations_benchmark_verifies_both_sides_and_reports_their_rat
         sys.path.remove(str(BENCHMARKS))
     out = tmp_path / "expectations.json"
     arguments = ["--rows", "600", "--repeat", "1", "--warm", "--set-aside", set_aside, "--out", str(out)]
+    arguments += ["--strategy", strategy]
     report = bench_expectations.main(arguments)
     assert report == json.loads(out.read_text()) and "cold" not in report
     assert report["warm"]["verified"] and report["warm"]["ratio"] > 0
-    assert report["set_aside"] == set_aside
-    assert "warm: without" in capsys.readouterr().out
+    assert (report["set_aside"], report["strategy"]) == (set_aside, strategy)
+    assert f"merge ({strategy})" in capsys.readouterr().out

@@ -199,16 +199,20 @@ def retry_context(try_number: int) -> dict:
     return {"dag_id": "shop", "task_id": "orders", "run_id": "manual__1", "try_number": try_number}
 
 
+@pytest.mark.parametrize(
+    "strategy", ["delete-insert", "upsert"]
+)  # decided in Spark; on the driver (delta-rs)
 @pytest.mark.parametrize("step", [*STEPS, "after_quarantine"])
 def test_a_retry_after_a_failure_at_any_step_quarantines_each_row_exactly_once(
-    spark, dataset, monkeypatch, step
+    spark, dataset, monkeypatch, step, strategy
 ):
-    load(spark, dataset, [order(1)])
+    merge = {"write_disposition": {"disposition": "merge", "strategy": strategy}}
+    load(spark, dataset, [order(1)], **merge)
     monkeypatch.setenv(FAIL_AT, step)
     with pytest.raises(InjectedFault):
-        load(spark, dataset, BATCH, run_context=retry_context(1))
+        load(spark, dataset, BATCH, run_context=retry_context(1), **merge)
     monkeypatch.delenv(FAIL_AT)
-    retried = load(spark, dataset, BATCH, run_context=retry_context(2))
+    retried = load(spark, dataset, BATCH, run_context=retry_context(2), **merge)
     assert table_rows(dataset) == {
         1: {"amount": 10, "country": "DE", "note": "n"},
         5: {"amount": 10, "country": "DE", "note": None},

@@ -160,3 +160,105 @@ def test_odd_column_and_expectation_names_come_out_as_given(spark, tmp_path, set
     assert failed == {1: odd, 3: odd, 5: odd, 7: odd, 9: [*odd, "back\\slash"], 10: high}
     shown = checks.rows_failing("quarantine", 2)
     assert len(shown) == 2 and all(set(r) == {*ODD_NAMES, spark_checks.FAILED} for r in shown)
+
+
+def decided_on_the_driver(checks):
+    """Staging's pass where it collects every row as it is: the flagged batch collected, then split."""
+    return checks.collecting(lambda staged: staged.toArrow())(checks.flagged)
+
+
+def test_decided_on_the_driver_the_rows_set_aside_keep_every_value(spark, tmp_path):
+    """Where staging collects every row (spark/arrow_expectations.py), the rows set aside come out of the
+    collected rows with every value as the batch has it, and nothing reads the source again."""
+    source = str(tmp_path / "batch")
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        spark.createDataFrame(typed_rows(), TYPED).write.parquet(source)
+        expected = spark.read.parquet(source).filter("id % 4 = 0").orderBy("id").toArrow()
+        expectations = {"quarantine": {"four": "id % 4 <> 0"}, "fail": {"small": "id < 100"}}
+        checks = spark_checks.check(
+            spark.read.parquet(source), parse_expectations(expectations), on_driver=True
+        )
+        kept = decided_on_the_driver(checks)
+        shutil.rmtree(source)  # nothing can read the source again
+        counts = checks.counts(kept.num_rows)
+        quarantined = checks.quarantined(counts).sort_by("id")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    assert (counts.rows, counts.quarantined, counts.failing, kept.num_rows) == (12, 3, 0, 9)
+    assert kept.column_names == [f.name for f in expected.schema]  # without the flags
+    assert quarantined.drop_columns([spark_checks.FAILED]).equals(expected)
+    assert quarantined.column(spark_checks.FAILED).to_pylist() == [["four"]] * 3
+
+
+def test_decided_on_the_driver_each_row_counts_under_its_strictest_action(spark):
+    rows = [(1, 5, "DE"), (2, -1, "DE"), (3, 5, "XX"), (4, -1, "XX"), (5, 500, "XX")]
+    expectations = {
+        "warn": {"some": "amount < 100"},
+        "drop": {"positive": "amount > 0"},
+        "quarantine": {"known": "country = 'DE'"},
+        "fail": {"sane": "amount < 200"},
+    }
+    flagged = spark.createDataFrame(rows, "id INT, amount INT, country STRING")
+    checks = spark_checks.check(flagged, parse_expectations(expectations), on_driver=True)
+    kept = decided_on_the_driver(checks)
+    counts = checks.counts(kept.num_rows)
+    assert kept.column("id").to_pylist() == [1]
+    assert counts.failed == {"some": 1, "positive": 2, "known": 3, "sane": 1}
+    assert (counts.rows, counts.dropped, counts.quarantined, counts.failing) == (5, 1, 2, 1)
+    assert checks.quarantined(counts).column("id").to_pylist() == [3, 4]
+    failing = checks.rows_failing("fail", 3)
+    assert failing == [
+        {"id": 5, "amount": 500, "country": "XX", spark_checks.FAILED: ["some", "known", "sane"]}
+    ]
+
+
+def test_a_load_quarantines_the_same_rows_whichever_side_decides(spark, tmp_path, monkeypatch):
+    """An upsert's staging collects every row as it is: the driver decides; a delete-insert deduplicates
+    in Spark: Spark decides. The quarantine tables of the same batch are the same, value for value (no
+    array column: one would make a child table, which staging does not collect)."""
+    from deltalake import DeltaTable
+
+    from airflow_provider_deltamerge import run_load
+    from airflow_provider_deltamerge.spark import arrow_expectations
+
+    splits = []
+    split = arrow_expectations.split
+    monkeypatch.setattr(arrow_expectations, "split", lambda *a: splits.append(1) or split(*a))
+    source = str(tmp_path / "batch")
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    tables, decided = {}, {}
+    try:
+        flat = [row[:6] + row[7:] for row in typed_rows()]
+        spark.createDataFrame(
+            flat, TYPED.replace(" items ARRAY<STRUCT<sku: STRING, seen: TIMESTAMP>>,", "")
+        ).write.parquet(source)
+        for strategy in ("upsert", "delete-insert"):
+            splits.clear()
+            dataset = str(tmp_path / strategy)
+            info = run_load(
+                spark.read.parquet(source),
+                spark=spark,
+                dataset=dataset,
+                table_name="t",
+                write_disposition={"disposition": "merge", "strategy": strategy},
+                primary_key="id",
+                expectations={"quarantine": {"four": "id % 4 <> 0"}},
+                backend="delta-rs",
+            )
+            assert info.metrics["rows_quarantined"] == 3
+            own = [*TYPED_NAMES, "_dlt_expectations"]
+            tables[strategy] = (
+                DeltaTable(f"{dataset}/_dlt_quarantine_t").to_pyarrow_table(columns=own).sort_by("id")
+            )
+            decided[strategy] = bool(splits)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    assert decided == {"upsert": True, "delete-insert": False}
+    assert tables["upsert"].column("id").to_pylist() == [4, 8, 12]
+    assert tables["upsert"].equals(tables["delete-insert"])
+
+
+TYPED_NAMES = ["id", "at", "local", "day", "price", "raw", "attrs"]
