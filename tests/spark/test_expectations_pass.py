@@ -8,6 +8,7 @@ spark/observed_rows.py) or come from the flagged batch the pass held in Spark's 
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 
 import pytest
 
@@ -110,13 +111,22 @@ def typed_rows() -> list[tuple]:
     return rows
 
 
+@contextmanager
+def session_time_zone(spark, zone: str = "America/New_York"):
+    """The session's time zone set to one that is not UTC (New York's repeated hour is in the rows)."""
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+
+
 def test_the_rows_quarantined_keep_every_value_as_the_pass_computed_it(spark, tmp_path, set_aside_rows):
     """Timestamps in a session time zone that is not UTC, decimals, bytes and nested values come out as
     the batch has them, whichever way the rows leave the pass."""
     source = str(tmp_path / "batch")
-    previous = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
-    try:
+    with session_time_zone(spark):
         spark.createDataFrame(typed_rows(), TYPED).write.parquet(source)
         expected = spark.read.parquet(source).filter("id % 4 = 0").orderBy("id").toArrow()
         with held_for_load():
@@ -127,8 +137,6 @@ def test_the_rows_quarantined_keep_every_value_as_the_pass_computed_it(spark, tm
             shutil.rmtree(source)
             counts = checks.counts(len(kept))
             quarantined = checks.quarantined(counts).orderBy("id").toArrow()
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", previous)
     assert counts.quarantined == 3 and len(kept) == 9
     assert quarantined.drop_columns([spark_checks.FAILED]).equals(expected)
     assert quarantined.column(spark_checks.FAILED).to_pylist() == [["four"]] * 3
@@ -171,9 +179,7 @@ def test_decided_on_the_driver_the_rows_set_aside_keep_every_value(spark, tmp_pa
     """Where staging collects every row (spark/arrow_expectations.py), the rows set aside come out of the
     collected rows with every value as the batch has it, and nothing reads the source again."""
     source = str(tmp_path / "batch")
-    previous = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
-    try:
+    with session_time_zone(spark):
         spark.createDataFrame(typed_rows(), TYPED).write.parquet(source)
         expected = spark.read.parquet(source).filter("id % 4 = 0").orderBy("id").toArrow()
         expectations = {"quarantine": {"four": "id % 4 <> 0"}, "fail": {"small": "id < 100"}}
@@ -184,8 +190,6 @@ def test_decided_on_the_driver_the_rows_set_aside_keep_every_value(spark, tmp_pa
         shutil.rmtree(source)  # nothing can read the source again
         counts = checks.counts(kept.num_rows)
         quarantined = checks.quarantined(counts).sort_by("id")
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", previous)
     assert (counts.rows, counts.quarantined, counts.failing, kept.num_rows) == (12, 3, 0, 9)
     assert kept.column_names == [f.name for f in expected.schema]  # without the flags
     assert quarantined.drop_columns([spark_checks.FAILED]).equals(expected)
@@ -227,10 +231,8 @@ def test_a_load_quarantines_the_same_rows_whichever_side_decides(spark, tmp_path
     split = arrow_expectations.split
     monkeypatch.setattr(arrow_expectations, "split", lambda *a: splits.append(1) or split(*a))
     source = str(tmp_path / "batch")
-    previous = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     tables, decided = {}, {}
-    try:
+    with session_time_zone(spark):
         flat = [row[:6] + row[7:] for row in typed_rows()]
         spark.createDataFrame(
             flat, TYPED.replace(" items ARRAY<STRUCT<sku: STRING, seen: TIMESTAMP>>,", "")
@@ -254,8 +256,6 @@ def test_a_load_quarantines_the_same_rows_whichever_side_decides(spark, tmp_path
                 DeltaTable(f"{dataset}/_dlt_quarantine_t").to_pyarrow_table(columns=own).sort_by("id")
             )
             decided[strategy] = bool(splits)
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", previous)
     assert decided == {"upsert": True, "delete-insert": False}
     assert tables["upsert"].column("id").to_pylist() == [4, 8, 12]
     assert tables["upsert"].equals(tables["delete-insert"])
