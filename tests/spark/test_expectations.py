@@ -28,6 +28,12 @@ THREE = {
     "quarantine": {"known_country": "country IN ('DE', 'FR')"},
 }
 MERGE = {"write_disposition": "merge", "primary_key": "id"}
+# decided in Spark (a delete-insert deduplicates) and on the driver (an upsert's staging collects every row)
+BOTH_SIDES = pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
+
+
+def merged_by(strategy: str) -> dict:
+    return {"write_disposition": {"disposition": "merge", "strategy": strategy}}
 
 
 def order(key, amount=10, country="DE", note="n", **more):
@@ -72,8 +78,9 @@ BATCH = [
 ]
 
 
-def test_three_expectations_keep_bad_rows_out_quarantine_some_and_count_them(spark, dataset):
-    info = load(spark, dataset, BATCH)
+@BOTH_SIDES
+def test_three_expectations_keep_bad_rows_out_quarantine_some_and_count_them(spark, dataset, strategy):
+    info = load(spark, dataset, BATCH, **merged_by(strategy))
     assert table_rows(dataset) == {
         1: {"amount": 10, "country": "DE", "note": "n"},
         5: {"amount": 10, "country": "DE", "note": None},
@@ -99,13 +106,16 @@ def test_three_expectations_keep_bad_rows_out_quarantine_some_and_count_them(spa
     assert {k: recorded_metrics(dataset)[info.load_id][k] for k in expected} == expected
 
 
-def test_a_fail_expectation_commits_nothing_and_names_the_expectation_its_count_and_rows(spark, dataset):
-    load(spark, dataset, [order(1)])
+@BOTH_SIDES
+def test_a_fail_expectation_commits_nothing_and_names_the_expectation_its_count_and_rows(
+    spark, dataset, strategy
+):
+    load(spark, dataset, [order(1)], **merged_by(strategy))
     version = table_version(f"{dataset}/{TABLE}")
     failing = {**THREE, "fail": {"has_id": "id < 100"}}
     rows = [order(2, country="XX"), order(100, password="hunter22"), order(101, password="hunter22")]
     with pytest.raises(ExpectationError) as refused:
-        load(spark, dataset, rows, expectations=failing)
+        load(spark, dataset, rows, expectations=failing, **merged_by(strategy))
     error = refused.value
     assert error.failed == {"has_id": 2}
     assert "'has_id' (2 row(s))" in str(error) and "Nothing was loaded" in str(error)
@@ -199,14 +209,12 @@ def retry_context(try_number: int) -> dict:
     return {"dag_id": "shop", "task_id": "orders", "run_id": "manual__1", "try_number": try_number}
 
 
-@pytest.mark.parametrize(
-    "strategy", ["delete-insert", "upsert"]
-)  # decided in Spark; on the driver (delta-rs)
+@BOTH_SIDES
 @pytest.mark.parametrize("step", [*STEPS, "after_quarantine"])
 def test_a_retry_after_a_failure_at_any_step_quarantines_each_row_exactly_once(
     spark, dataset, monkeypatch, step, strategy
 ):
-    merge = {"write_disposition": {"disposition": "merge", "strategy": strategy}}
+    merge = merged_by(strategy)
     load(spark, dataset, [order(1)], **merge)
     monkeypatch.setenv(FAIL_AT, step)
     with pytest.raises(InjectedFault):

@@ -12,8 +12,10 @@ from deltalake import DeltaTable
 from tests.faults import FAIL_AT, STEPS, InjectedFault
 from tests.helpers import table_version
 from tests.spark.test_expectations import (
+    BOTH_SIDES,
     TABLE,
     load,
+    merged_by,
     order,
     quarantined,
     recorded_metrics,
@@ -25,10 +27,13 @@ ALL_ASIDE = [order(2, amount=-5), order(3, country="XX"), order(4, amount=-1, co
 COUNTS = {"rows_dropped": 1, "rows_quarantined": 2}
 
 
-def test_a_load_setting_aside_every_row_is_recorded_with_its_counts_and_an_empty_commit(spark, dataset):
-    load(spark, dataset, [order(1)])
+@BOTH_SIDES
+def test_a_load_setting_aside_every_row_is_recorded_with_its_counts_and_an_empty_commit(
+    spark, dataset, strategy
+):
+    load(spark, dataset, [order(1)], **merged_by(strategy))
     version = table_version(f"{dataset}/{TABLE}")
-    info = load(spark, dataset, ALL_ASIDE)
+    info = load(spark, dataset, ALL_ASIDE, **merged_by(strategy))
     assert info.load_id is not None and info.table_version == version + 1
     assert table_rows(dataset) == {1: {"amount": 10, "country": "DE", "note": "n"}}  # unchanged
     assert quarantined(dataset) == [
@@ -41,8 +46,12 @@ def test_a_load_setting_aside_every_row_is_recorded_with_its_counts_and_an_empty
     assert recorded["rows_staged"] == 0 and recorded.get("numTargetRowsInserted", 0) == 0
 
 
-def test_a_first_load_whose_every_row_is_dropped_creates_the_table_empty_and_is_recorded(spark, dataset):
-    info = load(spark, dataset, [order(1, amount=0)], expectations={"drop": {"positive": "amount > 0"}})
+@BOTH_SIDES
+def test_a_first_load_whose_every_row_is_dropped_creates_the_table_empty_and_is_recorded(
+    spark, dataset, strategy
+):
+    dropping = {"drop": {"positive": "amount > 0"}}
+    info = load(spark, dataset, [order(1, amount=0)], expectations=dropping, **merged_by(strategy))
     assert info.load_id is not None
     assert DeltaTable(f"{dataset}/{TABLE}").to_pyarrow_table().num_rows == 0
     assert recorded_metrics(dataset)[info.load_id]["rows_dropped"] == 1
