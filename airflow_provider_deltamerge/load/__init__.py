@@ -168,7 +168,9 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     batch, schema = shape_to_schema(batch, request, table, commits)
     writer, table = writer_for_batch(spark, request, writer, table, batch)
     replace_where = replace_where_for(request, window)
-    collect = staging.collection(spark, writer, request, batch, table, replace_where, child_tables)
+    collect = staged_arrow.staging_collection(
+        spark, writer, request, batch, table, replace_where, child_tables
+    )
     # rows set aside before dedup and planning; on the driver where staging collects every row as it is
     batch, checks = expectations.check(batch, request, collect, table, child_tables)
     nested_tables.check_child_expectations(request, batch, child_tables)

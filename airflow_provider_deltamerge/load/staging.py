@@ -23,15 +23,10 @@ def extract(spark, data, request: LoadRequest, window, table, commits):
     return extracted(spark, data, request, table_schema, stored_column_schema(commits), window)
 
 
-def collection(spark, writer, request: LoadRequest, batch, table, replace_where, child_tables):
-    """Staging's collection of the batch to the driver (load/staged_arrow.py), or None where it is
-    materialised in Spark; asked before the expectations, which it lets the driver decide."""
-    return staged_arrow.staging_collection(spark, writer, request, batch, table, replace_where, child_tables)
-
-
 def stage(request: LoadRequest, batch, table, load_id: str, schema, collect, checks=None):
-    """The staged batch: collected to the driver by its one pass by `collect` (`collection`), else
-    materialised in Spark. `checks`: the load's expectations, which the driver decides where they ask to
+    """The staged batch: collected to the driver by its one pass by `collect`
+    (load/staged_arrow.py's `staging_collection`, asked before the expectations), else materialised in
+    Spark. `checks`: the load's expectations, which the driver decides where they ask to
     (spark/expectations.py), from the flagged rows the pass collects."""
     flagged = None
     if collect is not None and checks is not None and checks.on_driver is not None:
