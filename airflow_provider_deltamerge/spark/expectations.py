@@ -88,7 +88,7 @@ class Checks:
     def counts(self, rows_reaching_staging: int) -> Counts:
         """The counts; those the driver made of the collected rows, or those staging's pass observed where
         it saw every kept row (`rows_reaching_staging` of them), else one job over the flagged batch."""
-        split = self.on_driver.split if self.on_driver is not None else None
+        split = self._split()
         if split is not None:
             aside = split.set_aside
             return Counts(split.rows, split.failed, aside["drop"], aside["quarantine"], aside["fail"], True)
@@ -106,6 +106,10 @@ class Checks:
             in_pass,
         )
 
+    def _split(self) -> arrow_expectations.Split | None:
+        """The driver's split of the collected rows, once staging collected them; else None."""
+        return self.on_driver.split if self.on_driver is not None else None
+
     def _observed(self, rows_reaching_staging: int) -> profile.Profile | None:
         """The counts staging's pass observed, where it ran (it may not have where no row reached it) and
         saw every kept row; else None."""
@@ -119,7 +123,7 @@ class Checks:
     def rows_failing(self, action: str, limit: int) -> list[dict]:
         """Up to `limit` rows whose strictest failed action is `action`, with FAILED (those collected, or
         a job of its own)."""
-        split = self.on_driver.split if self.on_driver is not None else None
+        split = self._split()
         if split is not None and action == "fail":
             return split.failing.slice(0, limit).to_pylist()
         rows = self.flagged.filter(_strictest(self.expectations, action)).limit(limit)
@@ -130,8 +134,9 @@ class Checks:
         """The rows to quarantine, with FAILED: those failing a `quarantine` expectation and no `fail` one;
         those the driver set aside (Arrow), or those staging's pass carried where `counts` are that pass's,
         else a job of their own when read (none, reading nothing, where `counts` found none)."""
-        if self.on_driver is not None and self.on_driver.split is not None:
-            return self.on_driver.split.quarantined
+        split = self._split()
+        if split is not None:
+            return split.quarantined
         carried = None
         if self.carried is not None and counts is not None and counts.in_pass and counts.quarantined:
             carried = self.carried.rows(counts.quarantined)
