@@ -102,7 +102,9 @@ class DeltaRsWriter:
     def __init__(self, storage_options: dict[str, str] | None = None) -> None:
         self.storage_options = storage_options
 
-    def snapshot(self, spark, path: str) -> DeltaRsSnapshot | None:
+    def snapshot(self, spark, path: str, newest: int | None = None) -> DeltaRsSnapshot | None:
+        """The table as delta-rs opens it, at its newest version (which opening reads anyway; `newest`
+        is not needed)."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
         with store_errors(path, self.storage_options, LOAD_UNCHANGED):

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import ConflictError
 from ..plan.merge import MergePlan, Operation
-from . import spark_table_metadata, unique_keys
+from . import driver_log, rs_history, spark_table_metadata, unique_keys
 from .delta_rs import TARGET_FILE_BYTES, counted_in_log
 from .spark_sql import (
     SPARK_SQL,
@@ -141,14 +141,16 @@ class DeltaSparkWriter:
     def __init__(self, spark):
         self.spark = spark  # history() takes no session; the writer keeps the one it was selected for
 
-    def snapshot(self, spark, path: str) -> DeltaSparkSnapshot | None:
+    def snapshot(self, spark, path: str, newest: int | None = None) -> DeltaSparkSnapshot | None:
+        """The table at `newest` where a read of its history just saw that version (Delta's history
+        command is a Spark job of its own: asked once a load), else at the version Delta reports now."""
         from delta.tables import DeltaTable
 
         ref = TableRef.parse(path)
-        if not table_exists(DeltaTable, spark, ref):
+        if newest is None and not table_exists(DeltaTable, spark, ref):
             return None
         delta_table = load_table(DeltaTable, spark, ref)
-        version = _latest_version(delta_table)
+        version = newest if newest is not None else _latest_version(delta_table)
         partitions, table_id = spark_table_metadata.partitions_and_id(
             spark, delta_table, ref.path_or_none, version
         )
@@ -188,7 +190,7 @@ class DeltaSparkWriter:
                 f"another writer changed table {path} while this load was committing; nothing was written "
                 f"by this load. Retry the load. ({exc})"
             ) from exc
-        entry = _find_commit(load_table(DeltaTable, spark, ref), read_version, request.load_id)
+        entry = _find_commit(spark, ref, read_version, request.load_id)
         if entry is None:  # Delta skipped the commit: this txn version was already recorded
             log.info("load %s was already committed to %s; Delta skipped it", request.load_id, path)
             return CommitResult(read_version, {}, already_applied=True)
@@ -202,6 +204,9 @@ class DeltaSparkWriter:
         from delta.tables import DeltaTable
 
         ref = TableRef.parse(path)
+        in_log = _log_on_driver(self.spark, ref)
+        if in_log is not None:
+            return [logged_commit(e) for e in rs_history.history(in_log, limit)]
         if not table_exists(DeltaTable, self.spark, ref):
             return []
         return [logged_commit(e) for e in _history(load_table(DeltaTable, self.spark, ref), limit)]
@@ -327,17 +332,29 @@ def _history(table, limit: int | None) -> list[dict[str, Any]]:
     return [{c: row[c] for c in HISTORY_COLUMNS} for row in frame.select(*HISTORY_COLUMNS).collect()]
 
 
-def _find_commit(table, read_version: int, load_id: str) -> dict[str, Any] | None:
+def _find_commit(spark, ref: TableRef, read_version: int, load_id: str) -> dict[str, Any] | None:
     """The commit after read_version that carries this load id, or None when Delta skipped the load.
 
-    Only commits after read_version are read, and usually just one: the newest, this load's own.
+    Only commits after read_version are read, and usually just one: the newest, this load's own; from
+    the log on the driver where it reads it (`driver_log`), else from Delta's history.
     """
+    in_log = _log_on_driver(spark, ref)
+    if in_log is not None:
+        return rs_history.find_commit(in_log, load_id, after=read_version)
+    from delta.tables import DeltaTable
+
+    table = load_table(DeltaTable, spark, ref)
     newest = _history(table, 1)[0]
     newer = int(newest["version"]) - read_version
     if newer <= 0:
         return None
     entries = [newest] if newer == 1 or _carries(newest, load_id) else _history(table, newer)
     return next((e for e in entries if _carries(e, load_id)), None)
+
+
+def _log_on_driver(spark, ref: TableRef):
+    """The table's log as the driver reads it (`driver_log`); None for a metastore name, or elsewhere."""
+    return None if ref.by_name else driver_log.log_table(spark, ref.location)
 
 
 def _carries(entry: dict[str, Any], load_id: str) -> bool:

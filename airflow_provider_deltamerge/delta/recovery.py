@@ -28,15 +28,21 @@ from .writer import LoggedCommit
 log = logging.getLogger(__name__)
 
 
-def recent_commits(request, writer) -> list[LoggedCommit]:
-    """The commits of this pipeline's loads among the newest HISTORY_DEPTH of the request's table, newest
-    first: the one read of the table's history a load makes before its commit, for recovery and the
-    cursor state. `request` is a LoadRequest, `writer` the load's Delta writer."""
-    return [
-        c
-        for c in writer.history(request.table_path, HISTORY_DEPTH)
-        if c.load_id and c.metadata.get("pipeline") == request.pipeline
-    ]
+def table_history(request, writer) -> list[LoggedCommit]:
+    """The newest HISTORY_DEPTH commits of the request's table, newest first: the one read of the table's
+    history a load makes before its commit, for recovery, the cursor state and the version it plans on.
+    `request` is a LoadRequest, `writer` the load's Delta writer."""
+    return writer.history(request.table_path, HISTORY_DEPTH)
+
+
+def recent_commits(request, history: list[LoggedCommit]) -> list[LoggedCommit]:
+    """The commits of this pipeline's loads among `history` (see `table_history`), newest first."""
+    return [c for c in history if c.load_id and c.metadata.get("pipeline") == request.pipeline]
+
+
+def newest_version(history: list[LoggedCommit]) -> int | None:
+    """The table's version as `history` (see `table_history`) saw it; None where it saw no table."""
+    return history[0].version if history else None
 
 
 def record_unrecorded_loads(snapshot: StoreSnapshot, request, commits) -> list[LoadRecord]:

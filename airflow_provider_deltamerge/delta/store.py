@@ -6,7 +6,7 @@ writes below keep that snapshot current. The target table's commit is the source
 tables index it: every data commit carries its load's metadata and new cursor state, so a load whose
 commit landed but whose rows here were not written is recorded from its commit
 (`record_unrecorded_loads`), and a cursor state missing here is taken from the commits (`cursor_state`).
-Both use the one read of the table's recent history a load makes (`recent_commits`).
+Both use the one read of the table's recent history a load makes (`recovery.table_history`).
 How one row is written exactly once, and each table compacted, is in delta/state_table.py.
 """
 

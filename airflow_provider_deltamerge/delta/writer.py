@@ -104,8 +104,10 @@ class TableSnapshot(Protocol):
 class DeltaWriter(Protocol):
     name: str
 
-    def snapshot(self, spark, path: str) -> TableSnapshot | None:
-        """The table as of now, pinned for the commit; None when there is no table yet."""
+    def snapshot(self, spark, path: str, newest: int | None = None) -> TableSnapshot | None:
+        """The table as of now, pinned for the commit; None when there is no table yet. `newest`: the
+        table's version as a read of its history just made saw it, which a writer may pin instead of
+        asking the table again (a commit since is then a conflict its commit finds, as ever)."""
 
     def read_columns(self, spark, snapshot: TableSnapshot, columns: list[str]):
         """A Spark DataFrame of the given columns of the pinned snapshot."""

@@ -133,7 +133,8 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     writer = select_writer(request.backend, spark, request.store_options, table_path=request.table_path)
     refuse_loading_a_child_table(request.dataset, request.table, writer.history)
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)
-    commits = recovery.recent_commits(request, writer)
+    history = recovery.table_history(request, writer)
+    commits = recovery.recent_commits(request, history)
     recovered = recovery.record_unrecorded_loads(stored, request, commits)
     steps.step(
         "store",
@@ -149,7 +150,7 @@ def _execute(spark, request: LoadRequest, data) -> LoadInfo:
     siblings = reruns.sibling_loads(request.run, recorded, commits)
     reruns.refuse_replacing_siblings(request.run, request.disposition, request.table, siblings)
     earlier = reruns.earlier_loads_of_run(request.run, recorded)
-    table = writer.snapshot(spark, request.table_path)
+    table = writer.snapshot(spark, request.table_path, recovery.newest_version(history))
     table_identity.check_same_table(stored, request, table, writer, commits)
     child_tables = nested_tables.child_tables_on_storage(request)
     load_id, interrupted = _load_id(request, stored, writer, child_tables)

@@ -20,7 +20,8 @@ def applied_by_another(request: LoadRequest, writer, load_id: str, stream: str) 
     whose commit landed although the writer then reported a conflict. Read the store again (recording the
     commit if nobody has) and return that load."""
     stored = store.StoreSnapshot.read(request.dataset, request.store_options)
-    recovery.record_unrecorded_loads(stored, request, recovery.recent_commits(request, writer))
+    commits = recovery.recent_commits(request, recovery.table_history(request, writer))
+    recovery.record_unrecorded_loads(stored, request, commits)
     loaded = loaded_before(request, stored, load_id)
     if loaded is None:
         raise ConflictError(

@@ -410,6 +410,43 @@ def test_delta_spark_creates_then_upserts_with_metadata_metrics_and_history(spar
     assert spark.conf.get(TXN_APP_ID_CONF, None) is None and spark.conf.get(TXN_VERSION_CONF, None) is None
 
 
+def test_delta_spark_reads_a_local_tables_commits_from_its_log_as_deltas_history_shows_them(
+    spark, dataset, writer, monkeypatch
+):
+    """A table at a local path: the writer's history and its commit's version and metrics read from the
+    log on the driver (driver_log) are those Delta's own history command shows, and no history job runs."""
+    from delta.tables import DeltaTable
+
+    from airflow_provider_deltamerge.delta import delta_spark
+    from airflow_provider_deltamerge.delta.writer import logged_commit
+
+    path = f"{dataset}/items"
+    write(writer, spark, path, rows_of(spark, (1, "a"), (2, "b")), FIRST)
+    asked = []
+    history_job = delta_spark._history
+    monkeypatch.setattr(delta_spark, "_history", lambda *a: asked.append(a) or history_job(*a))
+    upsert = merge_plan("upsert", TableHints(primary_key=("id",)))
+    snapshot = writer.snapshot(spark, path, writer.history(path, 10)[0].version)
+    merged = writer.commit(
+        spark, path, snapshot, upsert, rows_of(spark, (2, "B"), (3, "c")), commit_request(SECOND)
+    )
+    in_log = writer.history(path)
+    assert asked == []
+    shown = [
+        logged_commit(r.asDict(recursive=True)) for r in DeltaTable.forPath(spark, path).history().collect()
+    ]
+    assert in_log == shown and [c.version for c in in_log] == [1, 0]
+    assert (merged.version, merged.metrics) == (1, in_log[0].metrics)
+    assert merged.metrics["numTargetRowsUpdated"] == merged.metrics["numTargetRowsInserted"] == 1
+
+
+def test_the_driver_reads_no_log_of_a_remote_or_missing_table(spark, dataset):
+    from airflow_provider_deltamerge.delta.driver_log import log_table
+
+    assert log_table(spark, "s3://bucket/lake/items") is None
+    assert log_table(spark, f"{dataset}/nothing_here") is None
+
+
 def test_delta_spark_skips_a_load_whose_txn_version_is_recorded(spark, dataset, writer):
     path = f"{dataset}/items"
     write(writer, spark, path, rows_of(spark, (1, "a")), FIRST)

@@ -807,6 +807,10 @@ def stand_in(monkeypatch):
 def stand_in_for(session, monkeypatch):
     import delta.tables
 
+    from airflow_provider_deltamerge.delta import driver_log
+
+    # the stand-in commits to its own history, not to a log on disk: the writer reads its history
+    monkeypatch.setattr(driver_log, "log_table", lambda spark, location: None)
     written = {"operation": "WRITE", "operationParameters": {}, "operationMetrics": {}, "userMetadata": None}
     history = [{"version": v, **written, "added": ({},)} for v in range(4, -1, -1)]
     table = DeltaStandIn(session, history)
