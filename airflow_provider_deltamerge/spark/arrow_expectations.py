@@ -40,10 +40,11 @@ def split(
     own: list[str],
     failed_column: str,
 ) -> Split:
-    """The collected rows (with `flags`: true where the row fails that expectation) split; `own` names
-    the batch's own columns, which the rows set aside keep (the collection keeps them as the batch types
-    them: load/staged_arrow.py decides where it applies)."""
-    fails = [collected[f].combine_chunks() for f in flags]  # a flag is never null
+    """The collected rows (with `flags`: each expectation's condition for the row, true, false or null)
+    split; a row fails an expectation whose condition is not true. `own` names the batch's own columns,
+    which the rows set aside keep (the collection keeps them as the batch types them:
+    load/staged_arrow.py decides where it applies)."""
+    fails = [pc.invert(pc.fill_null(collected[f], False)).combine_chunks() for f in flags]
     strictest = {action: _strictest(fails, expectations, action) for action in SET_ASIDE}
     kept = collected.filter(pc.invert(_any(list(strictest.values()), collected.num_rows))).drop_columns(flags)
     return Split(

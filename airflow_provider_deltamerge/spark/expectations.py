@@ -31,7 +31,7 @@ from .cdc import check_condition
 from .frames import INPUT_ORDER
 
 FAILED = "__dq_failed"  # the names of the expectations a row fails (array of text), on the rows set aside
-_FLAG = "__dq_fails_{}"  # true where the row fails expectation {index}: plain booleans in the pass
+_FLAG = "__dq_holds_{}"  # expectation {index}'s condition for the row: true, false or null (fails)
 _DROPPED = "dq:dropped"
 _QUARANTINED = "dq:quarantined"
 _FAILING = "dq:failing"  # rows failing a `fail` expectation
@@ -169,10 +169,7 @@ def check(
     counts with a job of its own (not `counted_in_pass`), the rows to quarantine are read from the cache.
     `on_driver`: staging collects every row as it is, and the driver decides (`Checks.collecting`); the
     flagged batch is then what staging collects, and the kept one what it stages otherwise."""
-    _check_conditions(df, expectations, argument)
-    flagged = df.withColumns(  # one parsed expression a flag: few calls into the JVM
-        {_FLAG.format(i): F.expr(f"NOT coalesce(({e.condition}), false)") for i, e in enumerate(expectations)}
-    )
+    flagged = _flagged(df, expectations, argument)
     if on_driver:
         kept = flagged.filter(f"NOT ({_fails_any(expectations, _set_aside(expectations))})")
         own = OnDriver(_own_columns(flagged, expectations))
@@ -194,20 +191,25 @@ def check(
     return Checks(expectations, flagged, kept.drop(*_flags(expectations)), observed, carried)
 
 
-def _check_conditions(df: DataFrame, expectations: tuple[Expectation, ...], argument: str) -> None:
-    """Each condition over the batch's own columns and true/false: all of them analysed by Spark at once,
-    and where that finds a fault, one by one to name the expectation (spark/cdc.py's check_condition)."""
+def _flagged(df: DataFrame, expectations: tuple[Expectation, ...], argument: str) -> DataFrame:
+    """`df` with each condition's value for the row as a flag; each condition over the batch's own
+    columns and true/false, or refused: all of them analysed by Spark at once as the flags are added (one
+    parsed expression a flag: few calls into the JVM), and where that finds a fault, one by one to name
+    the expectation (spark/cdc.py's check_condition)."""
     data = [c for c in df.columns if c != INPUT_ORDER]
     for expectation in expectations:  # pure: no subquery, no function that runs code (model/row_condition.py)
         check_row_condition(_argument(argument, expectation), expectation.condition, data)
+    conditions = {_FLAG.format(i): F.expr(f"({e.condition})") for i, e in enumerate(expectations)}
     try:
-        types = df.select(*(F.expr(e.condition) for e in expectations)).schema.fields
-        if all(isinstance(f.dataType, T.BooleanType) for f in types):
-            return
+        flagged = df.withColumns(conditions)
+        schema = flagged.schema
+        if all(isinstance(schema[f].dataType, T.BooleanType) for f in conditions):
+            return flagged
     except Exception:  # Spark's parse and analysis errors: named below
         pass
     for expectation in expectations:
         check_condition(df, _argument(argument, expectation), expectation.condition, "batch's rows")
+    return df.withColumns(conditions)  # each analysed alone: what Spark says of them together
 
 
 def _argument(argument: str, expectation: Expectation) -> str:
@@ -241,7 +243,8 @@ def _flags(expectations) -> list[str]:
 
 
 def _flag(index: int) -> str:
-    return f"`{_FLAG.format(index)}`"
+    """Whether the row fails expectation `index`, as SQL: its condition is not true."""
+    return f"(NOT coalesce(`{_FLAG.format(index)}`, false))"
 
 
 def _fails_any(expectations: tuple[Expectation, ...], some: list[Expectation]) -> str:
