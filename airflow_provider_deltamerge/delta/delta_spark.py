@@ -169,7 +169,8 @@ class DeltaSparkWriter:
         from delta.tables import DeltaTable
 
         ref = TableRef.parse(path)
-        unique_keys.check_dataframe(source, plan, request.source_bytes)  # before anything commits
+        # before anything commits
+        unique_keys.check_dataframe(source, plan, request.source_bytes, request.source_rows)
         read_version = snapshot.version if snapshot is not None else -1
         merging = plan.operation is Operation.MERGE
         files_removed, rows_deleted = (None, None) if merging else _overwritten_counts(spark, snapshot, plan)

@@ -63,6 +63,7 @@ class CommitRequest:
     metadata: dict[str, Any] = field(default_factory=dict)  # keys without the prefix
     table_properties: dict[str, str] = field(default_factory=dict)  # given to a table this commit creates
     source_bytes: int | None = None  # the staged batch's Arrow size, estimated while staging
+    source_rows: int | None = None  # the staged batch's rows, counted while staging
     layout: TableLayout = TableLayout()
 
     def user_metadata(self) -> str:

@@ -331,6 +331,7 @@ def _plan_and_commit(spark, writer, table, load: StagedLoad) -> LoadInfo:
         metadata,
         table_properties=request.table_properties or {},
         source_bytes=staged.arrow_bytes or None,
+        source_rows=staged.rows_staged,
         layout=TableLayout(load.schema.partition_by, load.schema.not_null),
     )
     scd2_counts = planning.scd2_event_counts(request, plan, source, staged.df, rebuilt)

@@ -293,23 +293,31 @@ def test_a_small_batch_s_keys_checked_on_the_driver_are_refused_as_spark_refuses
 
 def test_keys_arrow_would_tell_apart_otherwise_are_checked_in_spark(spark, monkeypatch):
     """A struct key, or text in a case-insensitive collation, is grouped by Spark whatever the batch's
-    size; a key of numbers only where the batch is large. Each is refused alike."""
+    size; a key of numbers only where its values are many (by the batch's rows, else its size), text where
+    the batch is large. Each is refused alike."""
     from airflow_provider_deltamerge.delta import unique_keys
 
     grouped = []
     check_spark = unique_keys.check_spark
     monkeypatch.setattr(unique_keys, "check_spark", lambda s, p: grouped.append(p) or check_spark(s, p))
 
-    def checked_by_spark(source, batch_bytes: int = 1024) -> bool:
+    def checked_by_spark(source, batch_bytes: int | None = 1024, rows: int | None = None) -> bool:
         grouped.clear()
-        found = refusal(lambda s, p: unique_keys.check_dataframe(s, p, batch_bytes), source, ("id",))
+        found = refusal(lambda s, p: unique_keys.check_dataframe(s, p, batch_bytes, rows), source, ("id",))
         assert found is not None and found[1] == 1
         return bool(grouped)
 
     numbers = spark.createDataFrame([(1,), (1,)], "id long")
     assert not checked_by_spark(numbers)
     assert checked_by_spark(numbers, unique_keys.KEYS_ON_DRIVER_BYTES + 1)
+    rows = unique_keys.KEYS_ON_DRIVER_BYTES // 9  # 8 bytes and a validity bit a value
+    assert not checked_by_spark(numbers, unique_keys.KEYS_ON_DRIVER_BYTES + 1, rows)  # counted: small keys
+    assert checked_by_spark(numbers, None, rows * 2)
+    texts = spark.createDataFrame([("a",), ("a",)], "id string")
+    assert checked_by_spark(texts, unique_keys.KEYS_ON_DRIVER_BYTES + 1, 2)  # text: the batch's size
     assert checked_by_spark(spark.createDataFrame([((1, "a"),), ((1, "a"),)], "id struct<n: int, t: string>"))
     if int(pyspark.__version__.split(".")[0]) >= 4:
-        texts = spark.createDataFrame([("a",), ("A",)], "id string").selectExpr("id COLLATE UTF8_LCASE AS id")
-        assert checked_by_spark(texts)
+        collated = spark.createDataFrame([("a",), ("A",)], "id string").selectExpr(
+            "id COLLATE UTF8_LCASE AS id"
+        )
+        assert checked_by_spark(collated)
