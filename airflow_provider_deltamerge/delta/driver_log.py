@@ -5,9 +5,9 @@ load reads the history twice (before it plans, for recovery and the version it p
 commits, for its commit's version and metrics). Where the table is a path on this machine's file system
 and this process is Spark's driver (not a Spark Connect client, whose server may see another disk),
 delta-rs reads the same commits from the log in milliseconds, each entry as Delta's history shows it
-(`writer.logged_commit` reads either), steadily while other writers commit (`rs_history`, which
-the caller reads it with). Elsewhere, or
-where delta-rs cannot open the table (a reader feature it lacks), the caller asks Delta's history.
+(`writer.logged_commit` reads either), steadily while other writers commit (the caller reads them with
+`rs_history`). Elsewhere, or where delta-rs cannot open the table (a reader feature it lacks), the
+caller asks Delta's history.
 """
 
 from __future__ import annotations
