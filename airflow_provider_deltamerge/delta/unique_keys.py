@@ -79,21 +79,23 @@ def check_dataframe(source, plan: MergePlan, batch_bytes: int | None, rows: int 
     keys = list(plan.unique_key)
     if not keys:
         return
-    columns = _keys_to_collect(source, keys, batch_bytes, rows)
-    if columns is None:
+    collected = _keys_to_collect(source, keys, batch_bytes, rows)
+    if collected is None:
         check_spark(source, plan)
         return
-    schema = arrow_schema(columns)
+    columns, schema = collected
     check_arrow(pa.Table.from_batches(list(record_batches(columns, schema)), schema=schema), plan)
 
 
 def _keys_to_collect(source, keys: list[str], batch_bytes: int | None, rows: int | None):
-    """The source's key columns where they are checked on the driver; None where Spark groups them."""
+    """(the source's key columns, their Arrow schema) where they are checked on the driver; None where
+    Spark groups them."""
     if (batch_bytes is None and rows is None) or not _compared_alike(source, keys):
         return None
     columns = source.select(*(backticked(k) for k in keys))
-    keys_bytes = _keys_bytes(arrow_schema(columns), batch_bytes, rows)
-    return columns if keys_bytes is not None and keys_bytes <= KEYS_ON_DRIVER_BYTES else None
+    schema = arrow_schema(columns)
+    keys_bytes = _keys_bytes(schema, batch_bytes, rows)
+    return (columns, schema) if keys_bytes is not None and keys_bytes <= KEYS_ON_DRIVER_BYTES else None
 
 
 def _keys_bytes(schema: pa.Schema, batch_bytes: int | None, rows: int | None) -> int | None:
